@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import type { DestinationStream, LoggerOptions } from 'pino'
+import type { Config } from './config.js'
+import { bootstrapAdmin } from './identities/bootstrap-admin.js'
+import { SessionService } from './identities/session-service.js'
+import { loggerOptions, REDACT_PATHS } from './logger.js'
+import clientSignerRoutes from './routes/client-signers/index.js'
+import { installErrorHandling } from './routes/error-handler.js'
+import healthRoutes from './routes/health/index.js'
+import sessionRoutes from './routes/sessions/index.js'
+import signerRoutes from './routes/signers/index.js'
+import { SignerService } from './signers/signer-service.js'
+import { type Db, openDatabase } from './store/db.js'
+import { IdentityRepository } from './store/identity-repository.js'
+import { SessionRepository } from './store/session-repository.js'
+
+export interface BuildAppOptions {
+  config: Config
+  /** Pino options (merged with the redaction list) or false for silence. */
+  logger?: false | (LoggerOptions & { stream?: DestinationStream })
+  /** An open database; when absent the app opens `config.dbPath` and closes it on close. */
+  db?: Db
+  clock?: () => Date
+  https?: { cert: Buffer; key: Buffer }
+  /** Called once when the bootstrap admin was created with a generated password. */
+  onGeneratedAdminPassword?: (name: string, password: string) => void
+}
+
+export const MANAGEMENT_PREFIX = '/edge/management/v1'
+export const CLIENT_PREFIX = '/edge/client/v1'
+
+/** Builds the controller: every server option, plugin and route, ready to inject or listen. */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const { config } = options
+  const clock = options.clock ?? (() => new Date())
+  const logger =
+    options.logger === undefined
+      ? loggerOptions(config.logLevel)
+      : options.logger === false
+        ? false
+        : { ...options.logger, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
+
+  const app = Fastify({
+    logger,
+    ...(options.https ? { https: options.https } : {}),
+    bodyLimit: 1024 * 1024,
+    // One access-log line per request comes from the onResponse hook below instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => randomBytes(8).toString('base64url'),
+    requestTimeout: 30_000,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  installErrorHandling(app)
+  app.decorateRequest('auth', null)
+
+  // An empty JSON body reads as "no body": login accepts a bare POST with only a bearer token.
+  const jsonParser = app.getDefaultJsonParser('error', 'error')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined)
+    return jsonParser(request, body as string, done) // parseAs: 'string'
+  })
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        remoteAddress: request.ip,
+        responseTime: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request completed',
+    )
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'External JWT signer controller',
+        description: 'Edge management and client APIs for external JWT signers',
+        version: '0.1.0',
+      },
+    },
+  })
+
+  const db = options.db ?? openDatabase(config.dbPath, app.log)
+  if (!options.db) app.addHook('onClose', async () => db.close())
+
+  const generated = await bootstrapAdmin(db, clock, config.adminUser, config.adminPassword)
+  if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
+
+  const identities = new IdentityRepository(db)
+  const sessions = new SessionService({
+    sessions: new SessionRepository(db),
+    identities,
+    clock,
+    timeoutMs: config.sessionTimeoutMs,
+  })
+  const signers = new SignerService({ db, clock })
+  const allowsPrimary = () => true
+
+  await app.register(healthRoutes, { db })
+  await app.register(signerRoutes, {
+    prefix: `${MANAGEMENT_PREFIX}/external-jwt-signers`,
+    signers,
+    sessions,
+  })
+  await app.register(signerRoutes, {
+    prefix: `${MANAGEMENT_PREFIX}/ext-jwt-signers`,
+    signers,
+    sessions,
+  })
+  await app.register(sessionRoutes, {
+    prefix: MANAGEMENT_PREFIX,
+    sessions,
+    identities,
+    allowsPrimary,
+  })
+  await app.register(sessionRoutes, { prefix: CLIENT_PREFIX, sessions, identities, allowsPrimary })
+  await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, signers })
+
+  app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/yaml').send(app.swagger({ yaml: true })),
+  )
+
+  await app.ready()
+  return app
+}

@@ -1,0 +1,133 @@
+import { parseDuration } from './duration.js'
+
+/** The validated operator settings of the controller. Durations are in milliseconds. */
+export interface Config {
+  host: string
+  port: number
+  dbPath: string
+  adminUser: string
+  adminPassword: string | undefined
+  sessionTimeoutMs: number
+  logLevel: LogLevel
+  tlsCertPath: string | undefined
+  tlsKeyPath: string | undefined
+  jwtClockToleranceMs: number
+  jwksCooldownMs: number
+  jwksMaxAgeMs: number
+  jwksAllowHttp: boolean
+  jwksBlockPrivate: boolean
+  /** Requests per second per client address on the authenticate routes; 0 is off. */
+  authRateLimit: number
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** A bad setting: the message names the variable and what is wrong with it. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+export const DEFAULT_CONFIG: Config = {
+  host: '127.0.0.1',
+  port: 1280,
+  dbPath: 'data/controller.db',
+  adminUser: 'admin',
+  adminPassword: undefined,
+  sessionTimeoutMs: 30 * 60_000,
+  logLevel: 'info',
+  tlsCertPath: undefined,
+  tlsKeyPath: undefined,
+  jwtClockToleranceMs: 30_000,
+  jwksCooldownMs: 5_000,
+  jwksMaxAgeMs: 10 * 60_000,
+  jwksAllowHttp: true,
+  jwksBlockPrivate: false,
+  authRateLimit: 0,
+}
+
+type Env = Record<string, string | undefined>
+
+function read(env: Env, name: string): string | undefined {
+  const v = env[name]
+  return v === undefined || v.trim() === '' ? undefined : v.trim()
+}
+
+function duration(env: Env, name: string, fallback: number, allowZero = false): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  const ms = parseDuration(raw)
+  if (ms === undefined) {
+    throw new ConfigError(
+      `${name}: "${raw}" is not a duration (use Go syntax such as 500ms, 2s, 5m, 1h)`,
+    )
+  }
+  if (ms < 0 || (ms === 0 && !allowZero)) {
+    throw new ConfigError(
+      `${name}: must be ${allowZero ? 'zero or positive' : 'positive'}, got "${raw}"`,
+    )
+  }
+  return ms
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name}: must be an integer from ${min} to ${max}, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  const v = raw.toLowerCase()
+  if (['true', '1', 'yes', 'on'].includes(v)) return true
+  if (['false', '0', 'no', 'off'].includes(v)) return false
+  throw new ConfigError(`${name}: must be true or false, got "${raw}"`)
+}
+
+/** Validates the environment and returns the settings; throws ConfigError on the first bad value. */
+export function loadConfig(env: Env): Config {
+  const logLevel = read(env, 'CTRL_LOG_LEVEL') ?? DEFAULT_CONFIG.logLevel
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(
+      `CTRL_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`,
+    )
+  }
+  const tlsCertPath = read(env, 'CTRL_TLS_CERT')
+  const tlsKeyPath = read(env, 'CTRL_TLS_KEY')
+  if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) {
+    const missing = tlsCertPath === undefined ? 'CTRL_TLS_CERT' : 'CTRL_TLS_KEY'
+    throw new ConfigError(`${missing}: must be set together with the other TLS setting`)
+  }
+  const adminUser = read(env, 'CTRL_ADMIN_USER') ?? DEFAULT_CONFIG.adminUser
+  if (adminUser.length > 255) throw new ConfigError('CTRL_ADMIN_USER: at most 255 characters')
+  const adminPassword = env.CTRL_ADMIN_PASSWORD === '' ? undefined : env.CTRL_ADMIN_PASSWORD
+  if (adminPassword !== undefined && adminPassword.length < 12) {
+    throw new ConfigError('CTRL_ADMIN_PASSWORD: must be at least 12 characters')
+  }
+  return {
+    host: read(env, 'CTRL_HOST') ?? DEFAULT_CONFIG.host,
+    port: integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535),
+    dbPath: read(env, 'CTRL_DB') ?? DEFAULT_CONFIG.dbPath,
+    adminUser,
+    adminPassword,
+    sessionTimeoutMs: duration(env, 'CTRL_SESSION_TIMEOUT', DEFAULT_CONFIG.sessionTimeoutMs),
+    logLevel: logLevel as LogLevel, // checked against LOG_LEVELS above
+    tlsCertPath,
+    tlsKeyPath,
+    jwtClockToleranceMs: duration(
+      env,
+      'CTRL_JWT_CLOCK_TOLERANCE',
+      DEFAULT_CONFIG.jwtClockToleranceMs,
+      true,
+    ),
+    jwksCooldownMs: duration(env, 'CTRL_JWKS_COOLDOWN', DEFAULT_CONFIG.jwksCooldownMs, true),
+    jwksMaxAgeMs: duration(env, 'CTRL_JWKS_MAX_AGE', DEFAULT_CONFIG.jwksMaxAgeMs),
+    jwksAllowHttp: boolean(env, 'CTRL_JWKS_ALLOW_HTTP', DEFAULT_CONFIG.jwksAllowHttp),
+    jwksBlockPrivate: boolean(env, 'CTRL_JWKS_BLOCK_PRIVATE', DEFAULT_CONFIG.jwksBlockPrivate),
+    authRateLimit: integer(env, 'CTRL_AUTH_RATE_LIMIT', DEFAULT_CONFIG.authRateLimit, 0, 1_000_000),
+  }
+}

@@ -1,0 +1,48 @@
+import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto'
+
+const PARAMS = { N: 16384, r: 8, p: 1 } as const
+const KEY_LENGTH = 32
+
+function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: 64 * 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    )
+  })
+}
+
+/** Hashes a password with scrypt and a fresh 16-byte salt: `scrypt$N$r$p$salt$hash` (base64url). */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16)
+  const key = await derive(password, salt, PARAMS)
+  return [
+    'scrypt',
+    PARAMS.N,
+    PARAMS.r,
+    PARAMS.p,
+    salt.toString('base64url'),
+    key.toString('base64url'),
+  ].join('$')
+}
+
+// Verified against when the username is unknown, so both failures cost the same time.
+const DUMMY_HASH = `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${randomBytes(16).toString('base64url')}$${randomBytes(KEY_LENGTH).toString('base64url')}`
+
+/** Compares a password with a stored hash in constant time; a null hash never matches. */
+export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
+  const parts = (stored ?? DUMMY_HASH).split('$')
+  const [scheme, n, r, p, salt, hash] = parts
+  if (parts.length !== 6 || scheme !== 'scrypt' || !salt || !hash) return false
+  const expected = Buffer.from(hash, 'base64url')
+  const key = await derive(password, Buffer.from(salt, 'base64url'), {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+  })
+  return key.length === expected.length && timingSafeEqual(key, expected) && stored !== null
+}
+
+/** A random password for the bootstrap admin: 24 characters of base64url (144 bits). */
+export function randomPassword(): string {
+  return randomBytes(18).toString('base64url')
+}

@@ -1,0 +1,97 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { AppError } from '../errors.js'
+import { newId } from '../ids.js'
+import type { IdentityRecord, IdentityRepository } from '../store/identity-repository.js'
+import type { SessionRecord, SessionRepository } from '../store/session-repository.js'
+
+/** A live session with the identity it belongs to. */
+export interface ResolvedSession {
+  session: SessionRecord
+  identity: IdentityRecord
+}
+
+export interface SessionServiceOptions {
+  sessions: SessionRepository
+  identities: IdentityRepository
+  clock: () => Date
+  timeoutMs: number
+}
+
+// Sliding expiry is written at most this often per session, so busy clients do not write per call.
+const TOUCH_INTERVAL_MS = 1000
+
+export function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest()
+}
+
+/** API sessions: random bearer tokens, stored only as hashes, expiring after idle time. */
+export class SessionService {
+  constructor(private readonly options: SessionServiceOptions) {}
+
+  /** Opens a session for an identity; returns the record and the token (shown once). */
+  open(
+    identity: IdentityRecord,
+    authenticatorId: string,
+    ipAddress: string,
+  ): { session: SessionRecord; token: string } {
+    const token = randomBytes(32).toString('base64url')
+    const now = this.options.clock()
+    const session: SessionRecord = {
+      id: newId(),
+      tokenHash: hashToken(token),
+      identityId: identity.id,
+      authenticatorId,
+      ipAddress,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      lastActivityAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + this.options.timeoutMs).toISOString(),
+    }
+    this.options.sessions.insert(session)
+    return { session, token }
+  }
+
+  /**
+   * Finds the live session of a token and slides its expiry. Returns undefined for an unknown,
+   * expired or ended session, or one whose identity is disabled.
+   */
+  resolve(token: string): ResolvedSession | undefined {
+    const session = this.options.sessions.getByTokenHash(hashToken(token))
+    if (!session) return undefined
+    const now = this.options.clock()
+    if (Date.parse(session.expiresAt) <= now.getTime()) {
+      this.options.sessions.delete(session.id)
+      return undefined
+    }
+    const identity = this.options.identities.get(session.identityId)
+    if (!identity || identity.disabled) return undefined
+    if (now.getTime() - Date.parse(session.lastActivityAt) >= TOUCH_INTERVAL_MS) {
+      session.lastActivityAt = now.toISOString()
+      session.expiresAt = new Date(now.getTime() + this.options.timeoutMs).toISOString()
+      this.options.sessions.touch(session.id, session.lastActivityAt, session.expiresAt)
+    }
+    return { session, identity }
+  }
+
+  end(sessionId: string): void {
+    this.options.sessions.delete(sessionId)
+  }
+
+  endForIdentity(identityId: string): void {
+    this.options.sessions.deleteForIdentity(identityId)
+  }
+
+  hasSession(identityId: string): boolean {
+    return this.options.sessions.countForIdentity(identityId) > 0
+  }
+
+  /** Seconds until the session expires, at least 0. */
+  expirationSeconds(session: SessionRecord): number {
+    const ms = Date.parse(session.expiresAt) - this.options.clock().getTime()
+    return Math.max(0, Math.floor(ms / 1000))
+  }
+}
+
+export function unauthorized(reason = 'no valid session'): AppError {
+  return new AppError('UNAUTHORIZED', { cause: { field: 'zt-session', reason } })
+}

@@ -1,0 +1,73 @@
+import { type TSchema, Type } from '@sinclair/typebox'
+
+/** A nullable primitive, written as a JSON Schema type array (serializes fast, reads plainly). */
+export function Nullable<T extends TSchema>(schema: T) {
+  const { type } = schema as { type?: string }
+  return Type.Unsafe<T['static'] | null>({ ...schema, type: [type, 'null'] })
+}
+
+export const IdSchema = Type.String({ minLength: 1, maxLength: 64 })
+export const TimestampSchema = Type.String({ format: 'date-time' })
+export const TagsSchema = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'Free-form tags; values are strings, numbers, booleans or null',
+})
+
+export const LinkSchema = Type.Object({ href: Type.String() })
+export const LinksSchema = Type.Object({ self: LinkSchema }, { additionalProperties: LinkSchema })
+
+export const IdParamsSchema = Type.Object({ id: IdSchema })
+
+export const ListQuerySchema = Type.Object({
+  filter: Type.Optional(Type.String({ maxLength: 4096 })),
+  sort: Type.Optional(Type.String({ maxLength: 256 })),
+  limit: Type.Optional(Type.String({ maxLength: 20 })),
+  offset: Type.Optional(Type.String({ maxLength: 20 })),
+})
+
+export const PaginationSchema = Type.Object({
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+  totalCount: Type.Integer(),
+})
+
+export const ListMetaSchema = Type.Object({
+  pagination: PaginationSchema,
+  filterableFields: Type.Array(Type.String()),
+})
+
+export const EmptyMetaSchema = Type.Object({})
+
+export const ErrorEnvelopeSchema = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      requestId: Type.String(),
+      cause: Type.Optional(
+        Type.Object({
+          field: Type.Optional(Type.String()),
+          reason: Type.Optional(Type.String()),
+          value: Type.Optional(Type.String()),
+        }),
+      ),
+    }),
+    meta: Type.Object({ apiVersion: Type.String(), apiEnrollmentVersion: Type.String() }),
+  },
+  { description: 'The edge API error envelope' },
+)
+
+export const CreateEnvelopeSchema = Type.Object({
+  data: Type.Object({ id: Type.String(), _links: LinksSchema }),
+  meta: EmptyMetaSchema,
+})
+
+export const EmptyEnvelopeSchema = Type.Object({
+  data: Type.Object({}),
+  meta: EmptyMetaSchema,
+})
+
+/** Error responses every authenticated route can give. */
+export const errorResponses = (...codes: number[]) =>
+  Object.fromEntries(codes.map((c) => [c, ErrorEnvelopeSchema]))
+
+export const ERROR_META = { apiVersion: '0.0.1', apiEnrollmentVersion: '0.0.1' } as const

@@ -1,0 +1,111 @@
+import { type Static, Type } from '@sinclair/typebox'
+import {
+  EmptyMetaSchema,
+  LinksSchema,
+  ListMetaSchema,
+  Nullable,
+  TagsSchema,
+  TimestampSchema,
+} from '../common-schemas.js'
+
+const Name = Type.String({ minLength: 1, maxLength: 255 })
+const Issuer = Type.String({ minLength: 1, maxLength: 2048 })
+const Audience = Type.String({ minLength: 1, maxLength: 2048 })
+const Url = Type.String({ minLength: 1, maxLength: 2048 })
+const CertPem = Type.String({ minLength: 1, maxLength: 65536 })
+const Kid = Type.String({ minLength: 1, maxLength: 255 })
+const ClaimsProperty = Type.String({ minLength: 1, maxLength: 255 })
+const ClientId = Type.String({ minLength: 1, maxLength: 255 })
+const Scopes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 50 })
+const TargetToken = Type.Union([Type.Literal('ACCESS'), Type.Literal('ID')])
+const NullableTargetToken = Type.Unsafe<'ACCESS' | 'ID' | null>({
+  type: ['string', 'null'],
+  enum: ['ACCESS', 'ID', null],
+})
+const NullableScopes = Type.Unsafe<string[] | null>({ ...Scopes, type: ['array', 'null'] })
+const NullableTags = Type.Unsafe<Record<string, unknown> | null>({
+  ...TagsSchema,
+  type: ['object', 'null'],
+})
+
+const optionalFields = {
+  jwksEndpoint: Type.Optional(Nullable(Url)),
+  certPem: Type.Optional(Nullable(CertPem)),
+  kid: Type.Optional(Nullable(Kid)),
+  claimsProperty: Type.Optional(Nullable(ClaimsProperty)),
+  useExternalId: Type.Optional(Nullable(Type.Boolean())),
+  externalAuthUrl: Type.Optional(Nullable(Url)),
+  clientId: Type.Optional(Nullable(ClientId)),
+  scopes: Type.Optional(NullableScopes),
+  targetToken: Type.Optional(NullableTargetToken),
+  tags: Type.Optional(NullableTags),
+}
+
+/** Body of create and PUT: name, enabled, issuer and audience are required. */
+export const SignerBodySchema = Type.Object(
+  { name: Name, enabled: Type.Boolean(), issuer: Issuer, audience: Audience, ...optionalFields },
+  { additionalProperties: false },
+)
+export type SignerBody = Static<typeof SignerBodySchema>
+
+/** Body of PATCH: every key optional; null clears a field or resets it to its default. */
+export const SignerPatchSchema = Type.Object(
+  {
+    name: Type.Optional(Nullable(Name)),
+    enabled: Type.Optional(Nullable(Type.Boolean())),
+    issuer: Type.Optional(Nullable(Issuer)),
+    audience: Type.Optional(Nullable(Audience)),
+    ...optionalFields,
+  },
+  { additionalProperties: false },
+)
+export type SignerPatchBody = Static<typeof SignerPatchSchema>
+
+export const SignerDetailSchema = Type.Object({
+  id: Type.String(),
+  _links: LinksSchema,
+  createdAt: TimestampSchema,
+  updatedAt: TimestampSchema,
+  tags: TagsSchema,
+  name: Type.String(),
+  enabled: Type.Boolean(),
+  issuer: Type.String(),
+  audience: Type.String(),
+  jwksEndpoint: Nullable(Type.String()),
+  certPem: Nullable(Type.String()),
+  kid: Nullable(Type.String()),
+  claimsProperty: Type.String(),
+  useExternalId: Type.Boolean(),
+  externalAuthUrl: Nullable(Type.String()),
+  clientId: Nullable(Type.String()),
+  scopes: Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string' } }),
+  targetToken: TargetToken,
+  commonName: Type.String(),
+  fingerprint: Nullable(Type.String()),
+  notBefore: Nullable(TimestampSchema),
+  notAfter: Nullable(TimestampSchema),
+})
+export type SignerDetail = Static<typeof SignerDetailSchema>
+
+export const SignerDetailEnvelopeSchema = Type.Object({
+  data: SignerDetailSchema,
+  meta: EmptyMetaSchema,
+})
+
+export const SignerListEnvelopeSchema = Type.Object({
+  data: Type.Array(SignerDetailSchema),
+  meta: ListMetaSchema,
+})
+
+/** What unauthenticated clients see of a signer: nothing but how to start a login. */
+export const ClientSignerSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  externalAuthUrl: Type.String(),
+  _links: LinksSchema,
+})
+
+export const ClientSignerListEnvelopeSchema = Type.Object({
+  data: Type.Array(ClientSignerSchema),
+  meta: EmptyMetaSchema,
+})

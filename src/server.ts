@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs'
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>
+  try {
+    config = loadConfig(process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`invalid setting: ${err.message}\n`)
+      process.exit(1)
+    }
+    throw err
+  }
+
+  let https: { cert: Buffer; key: Buffer } | undefined
+  if (config.tlsCertPath && config.tlsKeyPath) {
+    try {
+      https = { cert: readFileSync(config.tlsCertPath), key: readFileSync(config.tlsKeyPath) }
+    } catch (err) {
+      process.stderr.write(
+        `invalid setting: CTRL_TLS_CERT/CTRL_TLS_KEY: ${(err as Error).message}\n`,
+      )
+      process.exit(1)
+    }
+  }
+
+  const app = await buildApp({
+    config,
+    ...(https ? { https } : {}),
+    onGeneratedAdminPassword: (name, password) => {
+      process.stderr.write(
+        `created admin identity "${name}" with generated password: ${password}\n` +
+          'store it now: it is not shown again (set CTRL_ADMIN_PASSWORD to choose one)\n',
+      )
+    },
+  })
+
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'closing after an error')
+    else app.log.info({ signal }, 'shutting down')
+    await app.close()
+  })
+
+  await app.listen({ host: config.host, port: config.port })
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : config.port
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  app.log.info(`listening on ${https ? 'https' : 'http'}://${host}:${port}`)
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `controller failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+  )
+  process.exit(1)
+})

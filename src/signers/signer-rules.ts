@@ -1,0 +1,139 @@
+import { AppError, fieldError } from '../errors.js'
+import type { SignerRecord, TargetToken } from '../store/signer-repository.js'
+import { parseSignerCertificate, type SignerCertificate } from './certificate.js'
+
+/** The fields an operator writes; everything else is derived or assigned. */
+export interface SignerInput {
+  name: string
+  enabled: boolean
+  issuer: string
+  audience: string
+  jwksEndpoint?: string | null
+  certPem?: string | null
+  kid?: string | null
+  claimsProperty?: string | null
+  useExternalId?: boolean | null
+  externalAuthUrl?: string | null
+  clientId?: string | null
+  scopes?: string[] | null
+  targetToken?: TargetToken | null
+  tags?: Record<string, unknown> | null
+}
+
+/** A PATCH body: every key optional, `null` clears (or resets to the default). */
+export type SignerPatch = { [K in keyof SignerInput]?: SignerInput[K] | null }
+
+export type WritableSigner = Omit<
+  SignerRecord,
+  'id' | 'createdAt' | 'updatedAt' | 'commonName' | 'fingerprint' | 'notBefore' | 'notAfter'
+>
+
+const REQUIRED = ['name', 'enabled', 'issuer', 'audience'] as const
+
+/** Applies defaults to a create or PUT body: omitted optional fields take their default. */
+export function fromInput(input: SignerInput): WritableSigner {
+  return {
+    name: input.name,
+    enabled: input.enabled,
+    issuer: input.issuer,
+    audience: input.audience,
+    jwksEndpoint: input.jwksEndpoint ?? null,
+    certPem: input.certPem ?? null,
+    kid: input.kid ?? null,
+    claimsProperty: input.claimsProperty ?? 'sub',
+    useExternalId: input.useExternalId ?? false,
+    externalAuthUrl: input.externalAuthUrl ?? null,
+    clientId: input.clientId ?? null,
+    scopes: input.scopes ?? null,
+    targetToken: input.targetToken ?? 'ACCESS',
+    tags: input.tags ?? {},
+  }
+}
+
+/** Merges a PATCH body onto the stored signer: only present keys change; `null` clears. */
+export function applyPatch(current: WritableSigner, patch: SignerPatch): WritableSigner {
+  for (const field of REQUIRED) {
+    if (field in patch && patch[field] === null) {
+      throw fieldError('COULD_NOT_VALIDATE', field, `${field} cannot be null`)
+    }
+  }
+  const next = { ...current }
+  const has = (k: keyof SignerPatch) => Object.hasOwn(patch, k)
+  if (has('name')) next.name = patch.name as string // null refused above
+  if (has('enabled')) next.enabled = patch.enabled as boolean
+  if (has('issuer')) next.issuer = patch.issuer as string
+  if (has('audience')) next.audience = patch.audience as string
+  if (has('jwksEndpoint')) next.jwksEndpoint = patch.jwksEndpoint ?? null
+  if (has('certPem')) next.certPem = patch.certPem ?? null
+  if (has('kid')) next.kid = patch.kid ?? null
+  if (has('claimsProperty')) next.claimsProperty = patch.claimsProperty ?? 'sub'
+  if (has('useExternalId')) next.useExternalId = patch.useExternalId ?? false
+  if (has('externalAuthUrl')) next.externalAuthUrl = patch.externalAuthUrl ?? null
+  if (has('clientId')) next.clientId = patch.clientId ?? null
+  if (has('scopes')) next.scopes = patch.scopes ?? null
+  if (has('targetToken')) next.targetToken = patch.targetToken ?? 'ACCESS'
+  if (has('tags')) next.tags = patch.tags ?? {}
+  return next
+}
+
+function checkUrl(field: string, value: string | null): void {
+  if (value === null) return
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw fieldError('COULD_NOT_VALIDATE', field, 'must be an absolute http or https URL', value)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    throw fieldError('COULD_NOT_VALIDATE', field, 'must be an absolute http or https URL', value)
+  }
+}
+
+/** RFC 6901: `~` must be followed by 0 or 1. */
+function checkClaimsProperty(value: string): void {
+  if (value.startsWith('/') && /~(?![01])/.test(value)) {
+    throw fieldError('COULD_NOT_VALIDATE', 'claimsProperty', 'not a valid JSON pointer', value)
+  }
+}
+
+/**
+ * Checks a signer as it would be stored (after defaults or a PATCH merge) and derives its
+ * certificate details. Throws AppError with the field at fault.
+ */
+export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
+  checkUrl('jwksEndpoint', s.jwksEndpoint)
+  checkUrl('externalAuthUrl', s.externalAuthUrl)
+  checkClaimsProperty(s.claimsProperty)
+  if (s.jwksEndpoint !== null && s.certPem !== null) {
+    throw fieldError(
+      'INVALID_FIELD',
+      'jwksEndpoint',
+      'only one of jwksEndpoint or certPem may be set',
+    )
+  }
+  if (s.jwksEndpoint === null && s.certPem === null) {
+    throw fieldError(
+      'INVALID_FIELD',
+      'certPem',
+      'either jwksEndpoint or certPem and kid is required',
+    )
+  }
+  if (s.jwksEndpoint !== null && s.kid !== null) {
+    throw fieldError(
+      'INVALID_FIELD',
+      'kid',
+      'kid is only used with certPem; a JWKS provides its kids',
+    )
+  }
+  if (s.certPem !== null && s.kid === null) {
+    throw fieldError('INVALID_FIELD', 'kid', 'kid is required with certPem')
+  }
+  if (s.certPem === null) return undefined
+  return parseSignerCertificate(s.certPem)
+}
+
+export function notFound(id: string): AppError {
+  return new AppError('NOT_FOUND', {
+    cause: { field: 'id', reason: `no external JWT signer with id ${id}`, value: id },
+  })
+}

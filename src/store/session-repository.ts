@@ -1,0 +1,113 @@
+import type { Db } from './db.js'
+
+/** An API session as stored; the token itself is never stored, only its SHA-256. */
+export interface SessionRecord {
+  id: string
+  tokenHash: Buffer
+  identityId: string
+  authenticatorId: string
+  ipAddress: string
+  createdAt: string
+  updatedAt: string
+  lastActivityAt: string
+  expiresAt: string
+}
+
+interface SessionRow {
+  id: string
+  token_hash: Buffer
+  identity_id: string
+  authenticator_id: string
+  ip_address: string
+  created_at: string
+  updated_at: string
+  last_activity_at: string
+  expires_at: string
+}
+
+function toRecord(r: SessionRow): SessionRecord {
+  return {
+    id: r.id,
+    tokenHash: r.token_hash,
+    identityId: r.identity_id,
+    authenticatorId: r.authenticator_id,
+    ipAddress: r.ip_address,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    lastActivityAt: r.last_activity_at,
+    expiresAt: r.expires_at,
+  }
+}
+
+/** Persistence of API sessions. */
+export class SessionRepository {
+  private readonly insertStmt
+  private readonly byHashStmt
+  private readonly touchStmt
+  private readonly deleteStmt
+  private readonly deleteForIdentityStmt
+  private readonly deleteExpiredStmt
+  private readonly countForIdentityStmt
+
+  constructor(db: Db) {
+    this.insertStmt = db.prepare<SessionRow>(
+      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
+         created_at, updated_at, last_activity_at, expires_at)
+       VALUES (@id, @token_hash, @identity_id, @authenticator_id, @ip_address,
+         @created_at, @updated_at, @last_activity_at, @expires_at)`,
+    )
+    this.byHashStmt = db.prepare<[Buffer], SessionRow>(
+      'SELECT * FROM api_sessions WHERE token_hash = ?',
+    )
+    this.touchStmt = db.prepare<[string, string, string]>(
+      'UPDATE api_sessions SET last_activity_at = ?, expires_at = ? WHERE id = ?',
+    )
+    this.deleteStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE id = ?')
+    this.deleteForIdentityStmt = db.prepare<[string]>(
+      'DELETE FROM api_sessions WHERE identity_id = ?',
+    )
+    this.deleteExpiredStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE expires_at < ?')
+    this.countForIdentityStmt = db.prepare<[string], { n: number }>(
+      'SELECT count(*) AS n FROM api_sessions WHERE identity_id = ?',
+    )
+  }
+
+  insert(s: SessionRecord): void {
+    this.insertStmt.run({
+      id: s.id,
+      token_hash: s.tokenHash,
+      identity_id: s.identityId,
+      authenticator_id: s.authenticatorId,
+      ip_address: s.ipAddress,
+      created_at: s.createdAt,
+      updated_at: s.updatedAt,
+      last_activity_at: s.lastActivityAt,
+      expires_at: s.expiresAt,
+    })
+  }
+
+  getByTokenHash(hash: Buffer): SessionRecord | undefined {
+    const row = this.byHashStmt.get(hash)
+    return row ? toRecord(row) : undefined
+  }
+
+  touch(id: string, lastActivityAt: string, expiresAt: string): void {
+    this.touchStmt.run(lastActivityAt, expiresAt, id)
+  }
+
+  delete(id: string): void {
+    this.deleteStmt.run(id)
+  }
+
+  deleteForIdentity(identityId: string): void {
+    this.deleteForIdentityStmt.run(identityId)
+  }
+
+  deleteExpired(before: string): number {
+    return this.deleteExpiredStmt.run(before).changes
+  }
+
+  countForIdentity(identityId: string): number {
+    return (this.countForIdentityStmt.get(identityId) as { n: number }).n // count(*) yields a row
+  }
+}

@@ -1,0 +1,218 @@
+import type { Db } from './db.js'
+import type { ListPage, ListQuery, ListSpec } from './list-query.js'
+import { ListRunner } from './list-runner.js'
+import { mapUniqueViolation } from './sqlite-errors.js'
+
+export type TargetToken = 'ACCESS' | 'ID'
+
+/** An external JWT signer as stored. */
+export interface SignerRecord {
+  id: string
+  name: string
+  enabled: boolean
+  issuer: string
+  audience: string
+  jwksEndpoint: string | null
+  certPem: string | null
+  kid: string | null
+  claimsProperty: string
+  useExternalId: boolean
+  externalAuthUrl: string | null
+  clientId: string | null
+  scopes: string[] | null
+  targetToken: TargetToken
+  commonName: string | null
+  fingerprint: string | null
+  notBefore: string | null
+  notAfter: string | null
+  tags: Record<string, unknown>
+  createdAt: string
+  updatedAt: string
+}
+
+interface SignerRow {
+  id: string
+  name: string
+  enabled: number
+  issuer: string
+  audience: string
+  jwks_endpoint: string | null
+  cert_pem: string | null
+  kid: string | null
+  claims_property: string
+  use_external_id: number
+  external_auth_url: string | null
+  client_id: string | null
+  scopes: string | null
+  target_token: TargetToken
+  common_name: string | null
+  fingerprint: string | null
+  not_before: string | null
+  not_after: string | null
+  tags: string
+  created_at: string
+  updated_at: string
+}
+
+function toRecord(r: SignerRow): SignerRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    enabled: r.enabled === 1,
+    issuer: r.issuer,
+    audience: r.audience,
+    jwksEndpoint: r.jwks_endpoint,
+    certPem: r.cert_pem,
+    kid: r.kid,
+    claimsProperty: r.claims_property,
+    useExternalId: r.use_external_id === 1,
+    externalAuthUrl: r.external_auth_url,
+    clientId: r.client_id,
+    scopes: r.scopes === null ? null : (JSON.parse(r.scopes) as string[]), // written by toRow
+    targetToken: r.target_token,
+    commonName: r.common_name,
+    fingerprint: r.fingerprint,
+    notBefore: r.not_before,
+    notAfter: r.not_after,
+    tags: JSON.parse(r.tags) as Record<string, unknown>, // written by toRow
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }
+}
+
+function toRow(s: SignerRecord): SignerRow {
+  return {
+    id: s.id,
+    name: s.name,
+    enabled: s.enabled ? 1 : 0,
+    issuer: s.issuer,
+    audience: s.audience,
+    jwks_endpoint: s.jwksEndpoint,
+    cert_pem: s.certPem,
+    kid: s.kid,
+    claims_property: s.claimsProperty,
+    use_external_id: s.useExternalId ? 1 : 0,
+    external_auth_url: s.externalAuthUrl,
+    client_id: s.clientId,
+    scopes: s.scopes === null ? null : JSON.stringify(s.scopes),
+    target_token: s.targetToken,
+    common_name: s.commonName,
+    fingerprint: s.fingerprint,
+    not_before: s.notBefore,
+    not_after: s.notAfter,
+    tags: JSON.stringify(s.tags),
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+  }
+}
+
+const COLUMNS: (keyof SignerRow)[] = [
+  'id',
+  'name',
+  'enabled',
+  'issuer',
+  'audience',
+  'jwks_endpoint',
+  'cert_pem',
+  'kid',
+  'claims_property',
+  'use_external_id',
+  'external_auth_url',
+  'client_id',
+  'scopes',
+  'target_token',
+  'common_name',
+  'fingerprint',
+  'not_before',
+  'not_after',
+  'tags',
+  'created_at',
+  'updated_at',
+]
+const UNIQUE_FIELDS = { 'signers.name': 'name', 'signers.issuer': 'issuer', 'signers.kid': 'kid' }
+
+export const SIGNER_LIST_SPEC: ListSpec = {
+  filterable: {
+    id: { column: 'id', type: 'string' },
+    name: { column: 'name', type: 'string' },
+    issuer: { column: 'issuer', type: 'string' },
+    audience: { column: 'audience', type: 'string' },
+    kid: { column: 'kid', type: 'string' },
+    enabled: { column: 'enabled', type: 'boolean' },
+    useExternalId: { column: 'use_external_id', type: 'boolean' },
+    claimsProperty: { column: 'claims_property', type: 'string' },
+    createdAt: { column: 'created_at', type: 'datetime' },
+    updatedAt: { column: 'updated_at', type: 'datetime' },
+  },
+  sortable: {
+    id: 'id',
+    name: 'name',
+    issuer: 'issuer',
+    createdAt: 'created_at',
+    updatedAt: 'updated_at',
+  },
+  idColumn: 'id',
+}
+
+/** Persistence of external JWT signers. */
+export class SignerRepository {
+  private readonly insertStmt
+  private readonly updateStmt
+  private readonly deleteStmt
+  private readonly getStmt
+  private readonly allStmt
+  private readonly lists: ListRunner<SignerRow, SignerRecord>
+
+  constructor(db: Db) {
+    const cols = COLUMNS.join(', ')
+    const params = COLUMNS.map((c) => `@${c}`).join(', ')
+    const sets = COLUMNS.filter((c) => c !== 'id' && c !== 'created_at')
+      .map((c) => `${c} = @${c}`)
+      .join(', ')
+    this.insertStmt = db.prepare<SignerRow>(`INSERT INTO signers (${cols}) VALUES (${params})`)
+    this.updateStmt = db.prepare<SignerRow>(`UPDATE signers SET ${sets} WHERE id = @id`)
+    this.deleteStmt = db.prepare<[string]>('DELETE FROM signers WHERE id = ?')
+    this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
+    this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
+    this.lists = new ListRunner(db, 'signers', toRecord)
+  }
+
+  insert(signer: SignerRecord): void {
+    try {
+      this.insertStmt.run(toRow(signer))
+    } catch (err) {
+      throw mapUniqueViolation(err, UNIQUE_FIELDS, { ...signer })
+    }
+  }
+
+  /** Returns false when no signer has that id. */
+  update(signer: SignerRecord): boolean {
+    try {
+      return this.updateStmt.run(toRow(signer)).changes > 0
+    } catch (err) {
+      throw mapUniqueViolation(err, UNIQUE_FIELDS, { ...signer })
+    }
+  }
+
+  delete(id: string): boolean {
+    return this.deleteStmt.run(id).changes > 0
+  }
+
+  get(id: string): SignerRecord | undefined {
+    const row = this.getStmt.get(id)
+    return row ? toRecord(row) : undefined
+  }
+
+  all(): SignerRecord[] {
+    return this.allStmt.all().map(toRecord)
+  }
+
+  list(query: ListQuery): ListPage<SignerRecord> {
+    return this.lists.run(query)
+  }
+
+  /** Enabled signers that clients can start a login at. */
+  listForClient(query: ListQuery): ListPage<SignerRecord> {
+    return this.lists.run(query, 'enabled = 1 AND external_auth_url IS NOT NULL')
+  }
+}

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify'
+import { onTestFinished } from 'vitest'
+import { type BuildAppOptions, buildApp } from '../../src/app.js'
+import { type Config, DEFAULT_CONFIG } from '../../src/config.js'
+
+export const ADMIN_USER = 'admin'
+export const ADMIN_PASSWORD = 'admin-password-123'
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    ...DEFAULT_CONFIG,
+    dbPath: ':memory:',
+    adminUser: ADMIN_USER,
+    adminPassword: ADMIN_PASSWORD,
+    logLevel: 'silent',
+    ...overrides,
+  }
+}
+
+/** A clock the test moves by hand. */
+export function testClock(start = '2026-11-22T08:00:00.000Z') {
+  let now = Date.parse(start)
+  const clock = () => new Date(now)
+  clock.advance = (ms: number) => {
+    now += ms
+  }
+  clock.set = (iso: string) => {
+    now = Date.parse(iso)
+  }
+  return clock
+}
+
+/** The real app on a fresh in-memory database, closed when the test ends. */
+export async function buildTestApp(
+  options: Partial<Omit<BuildAppOptions, 'config'>> & { config?: Partial<Config> } = {},
+): Promise<FastifyInstance> {
+  const { config, ...rest } = options
+  const app = await buildApp({ logger: false, ...rest, config: testConfig(config) })
+  onTestFinished(() => app.close())
+  return app
+}
+
+/** Logs in with a password and returns the session token. */
+export async function login(
+  app: FastifyInstance,
+  username = ADMIN_USER,
+  password = ADMIN_PASSWORD,
+): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/edge/management/v1/authenticate?method=password',
+    payload: { username, password },
+  })
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)
+  return res.headers['zt-session'] as string
+}
