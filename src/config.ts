@@ -99,8 +99,11 @@ export function loadConfig(env: Env): Config {
   const tlsCertPath = read(env, 'CTRL_TLS_CERT')
   const tlsKeyPath = read(env, 'CTRL_TLS_KEY')
   if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) {
-    const missing = tlsCertPath === undefined ? 'CTRL_TLS_CERT' : 'CTRL_TLS_KEY'
-    throw new ConfigError(`${missing}: must be set together with the other TLS setting`)
+    const [set, missing] =
+      tlsCertPath === undefined
+        ? ['CTRL_TLS_KEY', 'CTRL_TLS_CERT']
+        : ['CTRL_TLS_CERT', 'CTRL_TLS_KEY']
+    throw new ConfigError(`${set}: needs ${missing} as well to serve HTTPS`)
   }
   const adminUser = read(env, 'CTRL_ADMIN_USER') ?? DEFAULT_CONFIG.adminUser
   if (adminUser.length > 255) throw new ConfigError('CTRL_ADMIN_USER: at most 255 characters')

@@ -88,7 +88,7 @@ export class SessionService {
   /** Seconds until the session expires, at least 0. */
   expirationSeconds(session: SessionRecord): number {
     const ms = Date.parse(session.expiresAt) - this.options.clock().getTime()
-    return Math.max(0, Math.floor(ms / 1000))
+    return Math.max(0, Math.round(ms / 1000))
   }
 }
 

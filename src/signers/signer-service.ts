@@ -87,7 +87,8 @@ export class SignerService {
   }
 
   listForClient(params: Pick<ListParams, 'limit' | 'offset'>) {
-    return this.repository.listForClient(parseListQuery(params, SIGNER_LIST_SPEC))
+    const { limit, offset } = parseListQuery(params, SIGNER_LIST_SPEC)
+    return this.repository.listForClient(limit, offset)
   }
 
   /** PUT: omitted optional fields reset to their defaults. */

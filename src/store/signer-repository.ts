@@ -30,6 +30,12 @@ export interface SignerRecord {
   updatedAt: string
 }
 
+export interface ClientSignerRow {
+  id: string
+  name: string
+  externalAuthUrl: string
+}
+
 interface SignerRow {
   id: string
   name: string
@@ -161,6 +167,7 @@ export class SignerRepository {
   private readonly deleteStmt
   private readonly getStmt
   private readonly allStmt
+  private readonly clientListStmt
   private readonly lists: ListRunner<SignerRow, SignerRecord>
 
   constructor(db: Db) {
@@ -174,6 +181,10 @@ export class SignerRepository {
     this.deleteStmt = db.prepare<[string]>('DELETE FROM signers WHERE id = ?')
     this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
     this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
+    this.clientListStmt = db.prepare<[number, number], ClientSignerRow>(
+      `SELECT id, name, external_auth_url AS externalAuthUrl FROM signers
+       WHERE enabled = 1 AND external_auth_url IS NOT NULL ORDER BY id LIMIT ? OFFSET ?`,
+    )
     this.lists = new ListRunner(db, 'signers', toRecord)
   }
 
@@ -211,8 +222,8 @@ export class SignerRepository {
     return this.lists.run(query)
   }
 
-  /** Enabled signers that clients can start a login at. */
-  listForClient(query: ListQuery): ListPage<SignerRecord> {
-    return this.lists.run(query, 'enabled = 1 AND external_auth_url IS NOT NULL')
+  /** Enabled signers that clients can start a login at: only what the client list shows. */
+  listForClient(limit: number, offset: number): ClientSignerRow[] {
+    return this.clientListStmt.all(limit, offset)
   }
 }

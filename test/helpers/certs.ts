@@ -72,3 +72,32 @@ export function privateKeyPem(): string {
     .privateKey.export({ type: 'pkcs8', format: 'pem' })
     .toString()
 }
+
+/** A server certificate for 127.0.0.1 with its PKCS#8 private key, both PEM. */
+export async function makeServerCert(): Promise<{ certPem: string; keyPem: string }> {
+  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' }
+  const keys = (await webcrypto.subtle.generateKey(alg, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair // ECDSA yields a pair
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: '02',
+    name: 'CN=127.0.0.1',
+    notBefore: new Date('2020-01-01'),
+    notAfter: new Date('2040-01-01'),
+    signingAlgorithm: alg,
+    keys: keys as unknown as Parameters<
+      typeof x509.X509CertificateGenerator.createSelfSigned
+    >[0]['keys'], // DOM-typed there
+    extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'ip', value: '127.0.0.1' }])],
+  })
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
+  const body = der
+    .toString('base64')
+    .match(/.{1,64}/g)
+    ?.join('\n')
+  return {
+    certPem: cert.toString('pem'),
+    keyPem: `-----BEGIN PRIVATE KEY-----\n${body}\n-----END PRIVATE KEY-----\n`,
+  }
+}

@@ -24,12 +24,9 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> 
       },
     },
     async (request) => {
-      const page = signers.listForClient(request.query)
       return {
-        data: page.items.map((s) => ({
-          id: s.id,
-          name: s.name,
-          externalAuthUrl: s.externalAuthUrl as string, // the query keeps only signers with one
+        data: signers.listForClient(request.query).map((s) => ({
+          ...s,
           _links: { self: { href: `./external-jwt-signers/${s.id}` } },
         })),
         meta: {},

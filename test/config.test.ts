@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js'
+import { parseDuration } from '../src/duration.js'
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({})
+    expect(c).toEqual(DEFAULT_CONFIG)
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 1280,
+      dbPath: 'data/controller.db',
+      adminUser: 'admin',
+      sessionTimeoutMs: 1_800_000,
+      logLevel: 'info',
+    })
+  })
+
+  it('reads every setting', () => {
+    const c = loadConfig({
+      CTRL_HOST: '0.0.0.0',
+      CTRL_PORT: '0',
+      CTRL_DB: ':memory:',
+      CTRL_ADMIN_USER: 'root',
+      CTRL_ADMIN_PASSWORD: 'a-long-password',
+      CTRL_SESSION_TIMEOUT: '1h30m',
+      CTRL_LOG_LEVEL: 'debug',
+      CTRL_TLS_CERT: 'c.pem',
+      CTRL_TLS_KEY: 'k.pem',
+      CTRL_JWT_CLOCK_TOLERANCE: '0',
+    })
+    expect(c).toMatchObject({
+      host: '0.0.0.0',
+      port: 0,
+      dbPath: ':memory:',
+      adminUser: 'root',
+      adminPassword: 'a-long-password',
+      sessionTimeoutMs: 5_400_000,
+      logLevel: 'debug',
+      tlsCertPath: 'c.pem',
+      tlsKeyPath: 'k.pem',
+      jwtClockToleranceMs: 0,
+    })
+  })
+
+  it.each([
+    ['CTRL_PORT', '70000'],
+    ['CTRL_PORT', 'http'],
+    ['CTRL_SESSION_TIMEOUT', '10'],
+    ['CTRL_SESSION_TIMEOUT', '1d'],
+    ['CTRL_SESSION_TIMEOUT', '0'],
+    ['CTRL_SESSION_TIMEOUT', '-5m'],
+    ['CTRL_LOG_LEVEL', 'loud'],
+    ['CTRL_TLS_CERT', 'only-cert.pem'],
+    ['CTRL_ADMIN_PASSWORD', 'short'],
+    ['CTRL_JWKS_ALLOW_HTTP', 'maybe'],
+  ])('refuses %s=%s with an error naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))
+  })
+})
+
+describe('parseDuration', () => {
+  it.each([
+    ['500ms', 500],
+    ['2s', 2000],
+    ['5m', 300_000],
+    ['1h', 3_600_000],
+    ['1h30m', 5_400_000],
+    ['1.5h', 5_400_000],
+    ['5us', 0.005],
+    ['0', 0],
+  ])('reads %s', (text, ms) => expect(parseDuration(text)).toBe(ms))
+
+  it.each(['10', '1d', '30S', '', 'm', '1h 30m', '.'])('refuses %s', (text) => {
+    expect(parseDuration(text)).toBeUndefined()
+  })
+})

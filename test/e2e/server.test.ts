@@ -1,0 +1,149 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:https'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { makeServerCert } from '../helpers/certs.js'
+
+const root = new URL('../../', import.meta.url).pathname
+const dir = mkdtempSync(join(tmpdir(), 'ctrl-e2e-'))
+
+interface Started {
+  child: ChildProcess
+  base: string
+  stderr: () => string
+}
+
+/** Starts the built server like `npm start` and waits for its "listening on" line. */
+async function start(env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ['dist/src/server.js'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', CTRL_PORT: '0', ...env },
+  })
+  let out = ''
+  let err = ''
+  child.stderr?.on('data', (d) => {
+    err += d
+  })
+  const base = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line: ${out} ${err}`)), 15_000)
+    child.stdout?.on('data', (d) => {
+      out += d
+      const m = /listening on (https?:\/\/[\d.]+:\d+)/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[1] as string)
+      }
+    })
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)))
+  })
+  return { child, base, stderr: () => err }
+}
+
+async function stop(s: Started): Promise<number | null> {
+  s.child.kill('SIGTERM')
+  const [code] = await once(s.child, 'exit')
+  return code as number | null
+}
+
+beforeAll(() => {
+  execFileSync(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: root },
+  )
+}, 120_000)
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('the built server', () => {
+  it('refuses a bad setting with exit 1 and one line naming it', async () => {
+    const child = spawn(process.execPath, ['dist/src/server.js'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', CTRL_SESSION_TIMEOUT: 'forever' },
+    })
+    let err = ''
+    child.stderr.on('data', (d) => {
+      err += d
+    })
+    const [code] = await once(child, 'exit')
+    expect(code).toBe(1)
+    expect(err.trim().split('\n')).toHaveLength(1)
+    expect(err).toContain('CTRL_SESSION_TIMEOUT')
+  })
+
+  it('creates an admin with a generated password, keeps data across a restart and stops cleanly', async () => {
+    const db = join(dir, 'nested', 'controller.db')
+    const first = await start({ CTRL_DB: db })
+    const password = /generated password: (\S+)/.exec(first.stderr())?.[1] as string
+    expect(password).toBeTruthy()
+
+    const auth = async (base: string) => {
+      const res = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password }),
+      })
+      expect(res.status).toBe(200)
+      return res.headers.get('zt-session') as string
+    }
+    const token = await auth(first.base)
+    const created = await fetch(`${first.base}/edge/management/v1/ext-jwt-signers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'zt-session': token },
+      body: JSON.stringify({
+        name: 'kept',
+        enabled: true,
+        issuer: 'https://kept',
+        audience: 'a',
+        jwksEndpoint: 'https://kept/jwks',
+        externalAuthUrl: 'https://kept/auth',
+      }),
+    })
+    expect(created.status).toBe(201)
+    expect(await stop(first)).toBe(0)
+
+    const second = await start({ CTRL_DB: db })
+    expect(second.stderr()).not.toContain('generated password')
+    const again = await auth(second.base)
+    const list = await fetch(`${second.base}/edge/management/v1/external-jwt-signers`, {
+      headers: { 'zt-session': again },
+    })
+    const listed = (await list.json()) as { data: { name: string }[] }
+    expect(listed.data.map((s) => s.name)).toEqual(['kept'])
+    // The first session survives the restart too.
+    const old = await fetch(`${second.base}/edge/management/v1/current-api-session`, {
+      headers: { 'zt-session': token },
+    })
+    expect(old.status).toBe(200)
+    const client = await fetch(`${second.base}/edge/client/v1/external-jwt-signers`)
+    expect(((await client.json()) as { data: unknown[] }).data).toHaveLength(1)
+    expect(await stop(second)).toBe(0)
+  })
+
+  it('serves HTTPS when CTRL_TLS_CERT and CTRL_TLS_KEY are set', async () => {
+    const { certPem, keyPem } = await makeServerCert()
+    const certPath = join(dir, 'tls.crt')
+    const keyPath = join(dir, 'tls.key')
+    writeFileSync(certPath, certPem)
+    writeFileSync(keyPath, keyPem)
+    const s = await start({
+      CTRL_DB: ':memory:',
+      CTRL_ADMIN_PASSWORD: 'tls-admin-password',
+      CTRL_TLS_CERT: certPath,
+      CTRL_TLS_KEY: keyPath,
+    })
+    expect(s.base.startsWith('https://')).toBe(true)
+    const status = await new Promise<number>((resolve, reject) => {
+      request(`${s.base}/health-checks`, { ca: certPem }, (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+        .on('error', reject)
+        .end()
+    })
+    expect(status).toBe(200)
+    expect(await stop(s)).toBe(0)
+  })
+})

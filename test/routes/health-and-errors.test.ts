@@ -1,0 +1,61 @@
+import Database from 'better-sqlite3'
+import { describe, expect, it, vi } from 'vitest'
+import { migrate } from '../../src/store/db.js'
+import { SignerRepository } from '../../src/store/signer-repository.js'
+import { buildTestApp, login } from '../helpers/app.js'
+
+describe('health checks', () => {
+  it('answers 200 healthy while the store answers', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'GET', url: '/health-checks' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json().data.healthy).toBe(true)
+    expect(res.json().data.checks[0]).toMatchObject({ id: 'store', healthy: true })
+  })
+
+  it('answers 503 unhealthy when the store does not', async () => {
+    const db = new Database(':memory:')
+    migrate(db)
+    const app = await buildTestApp({ db })
+    db.close()
+    const res = await app.inject({ method: 'GET', url: '/health-checks' })
+    expect(res.statusCode).toBe(503)
+    expect(res.json().data).toMatchObject({
+      healthy: false,
+      checks: [{ id: 'store', healthy: false }],
+    })
+  })
+})
+
+describe('error envelope', () => {
+  it('answers unknown routes with 404 NOT_FOUND in the envelope', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'GET', url: '/edge/management/v1/nothing-here' })
+    expect(res.statusCode).toBe(404)
+    const body = res.json()
+    expect(body.error.code).toBe('NOT_FOUND')
+    expect(typeof body.error.requestId).toBe('string')
+    expect(body.meta).toEqual({ apiVersion: '0.0.1', apiEnrollmentVersion: '0.0.1' })
+  })
+
+  it('turns an unexpected failure into 500 UNHANDLED without internal text', async () => {
+    const app = await buildTestApp()
+    const token = await login(app)
+    const spy = vi.spyOn(SignerRepository.prototype, 'list').mockImplementation(() => {
+      throw new Error('SQLITE_IOERR: disk at /var/secret failed')
+    })
+    try {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/edge/management/v1/external-jwt-signers',
+        headers: { 'zt-session': token },
+      })
+      expect(res.statusCode).toBe(500)
+      expect(res.json().error.code).toBe('UNHANDLED')
+      expect(res.body).not.toContain('secret')
+      expect(res.body).not.toContain('SQLITE')
+    } finally {
+      spy.mockRestore()
+    }
+  })
+})
