@@ -5,16 +5,25 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
+import { IdentityService } from './identities/identity-service.js'
 import { SessionService } from './identities/session-service.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
+import { AuthPolicyService } from './policies/auth-policy-service.js'
+import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
 import { installErrorHandling } from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
+import {
+  identityPasswordRoutes,
+  identityRoutes,
+  identityRoutesOptions,
+} from './routes/identities/index.js'
 import sessionRoutes from './routes/sessions/index.js'
-import signerRoutes from './routes/signers/index.js'
+import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
 import { SignerService } from './signers/signer-service.js'
+import { AuthPolicyRepository } from './store/auth-policy-repository.js'
 import { type Db, openDatabase } from './store/db.js'
-import { IdentityRepository } from './store/identity-repository.js'
+import { type IdentityRecord, IdentityRepository } from './store/identity-repository.js'
 import { SessionRepository } from './store/session-repository.js'
 
 export interface BuildAppOptions {
@@ -94,34 +103,49 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const generated = await bootstrapAdmin(db, clock, config.adminUser, config.adminPassword)
   if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
 
-  const identities = new IdentityRepository(db)
+  const sessionRepository = new SessionRepository(db)
   const sessions = new SessionService({
-    sessions: new SessionRepository(db),
-    identities,
+    sessions: sessionRepository,
+    identities: new IdentityRepository(db),
     clock,
     timeoutMs: config.sessionTimeoutMs,
   })
-  const signers = new SignerService({ db, clock })
-  const allowsPrimary = () => true
+  const policyRepository = new AuthPolicyRepository(db)
+  const signers = new SignerService({
+    db,
+    clock,
+    referenceCheck: (id) => policyRepository.signerReference(id),
+  })
+  const policies = new AuthPolicyService(db, signers.repository, clock)
+  const identities = new IdentityService(db, policyRepository, sessions, clock)
+  const allowsPrimary = (identity: IdentityRecord, method: 'updb') =>
+    method === 'updb' && identities.policyOf(identity)?.updbAllowed === true
 
+  const m = MANAGEMENT_PREFIX
   await app.register(healthRoutes, { db })
-  await app.register(signerRoutes, {
-    prefix: `${MANAGEMENT_PREFIX}/external-jwt-signers`,
-    signers,
-    sessions,
+  for (const path of ['external-jwt-signers', 'ext-jwt-signers']) {
+    await app.register(signerRoutes, {
+      prefix: `${m}/${path}`,
+      ...signerRoutesOptions(signers, sessions),
+    })
+  }
+  await app.register(identityRoutes, {
+    prefix: `${m}/identities`,
+    ...identityRoutesOptions(identities, sessions),
   })
-  await app.register(signerRoutes, {
-    prefix: `${MANAGEMENT_PREFIX}/ext-jwt-signers`,
-    signers,
-    sessions,
+  await app.register(identityPasswordRoutes, { prefix: `${m}/identities`, identities, sessions })
+  await app.register(authPolicyRoutes, {
+    prefix: `${m}/auth-policies`,
+    ...authPolicyRoutesOptions(policies, sessions),
   })
-  await app.register(sessionRoutes, {
-    prefix: MANAGEMENT_PREFIX,
-    sessions,
-    identities,
-    allowsPrimary,
-  })
-  await app.register(sessionRoutes, { prefix: CLIENT_PREFIX, sessions, identities, allowsPrimary })
+  for (const prefix of [m, CLIENT_PREFIX]) {
+    await app.register(sessionRoutes, {
+      prefix,
+      sessions,
+      identities: identities.repository,
+      allowsPrimary,
+    })
+  }
   await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, signers })
 
   app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>

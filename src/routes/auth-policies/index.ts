@@ -1,0 +1,60 @@
+import type { SessionService } from '../../identities/session-service.js'
+import type { AuthPolicyService } from '../../policies/auth-policy-service.js'
+import { AUTH_POLICY_LIST_SPEC, type AuthPolicyRecord } from '../../store/auth-policy-repository.js'
+import { requireSession } from '../auth-hooks.js'
+import { resourceRoutes, selfLink } from '../resource-routes.js'
+import {
+  AuthPolicyBodySchema,
+  type AuthPolicyDetail,
+  AuthPolicyDetailEnvelopeSchema,
+  type AuthPolicyDetailSchema,
+  AuthPolicyListEnvelopeSchema,
+  AuthPolicyPatchSchema,
+} from './schemas.js'
+
+export function toAuthPolicyDetail(p: AuthPolicyRecord): AuthPolicyDetail {
+  return {
+    id: p.id,
+    _links: selfLink('auth-policies', p.id),
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+    tags: p.tags,
+    name: p.name,
+    primary: {
+      cert: { allowed: p.certAllowed, allowExpiredCerts: false },
+      updb: {
+        allowed: p.updbAllowed,
+        minPasswordLength: p.updbMinPasswordLength,
+        requireSpecialChar: p.updbRequireSpecialChar,
+        requireNumberChar: p.updbRequireNumberChar,
+        requireMixedCase: p.updbRequireMixedCase,
+        maxAttempts: 0,
+        lockoutDurationMinutes: 0,
+      },
+      extJwt: { allowed: p.extJwtAllowed, allowedSigners: p.allowedSigners },
+    },
+    secondary: { requireTotp: false, requireExtJwtSigner: p.requireExtJwtSigner },
+  }
+}
+
+export function authPolicyRoutesOptions(policies: AuthPolicyService, sessions: SessionService) {
+  return {
+    segment: 'auth-policies',
+    tag: 'Authentication Policies',
+    service: policies,
+    body: AuthPolicyBodySchema,
+    patch: AuthPolicyPatchSchema,
+    detailEnvelope: AuthPolicyDetailEnvelopeSchema,
+    listEnvelope: AuthPolicyListEnvelopeSchema,
+    filterable: Object.keys(AUTH_POLICY_LIST_SPEC.filterable),
+    toDetail: toAuthPolicyDetail,
+    auth: requireSession(sessions, { admin: true }),
+  }
+}
+
+export const authPolicyRoutes = resourceRoutes<
+  AuthPolicyRecord,
+  typeof AuthPolicyBodySchema,
+  typeof AuthPolicyPatchSchema,
+  typeof AuthPolicyDetailSchema
+>()

@@ -1,0 +1,92 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { IdentityService } from '../../identities/identity-service.js'
+import type { SessionService } from '../../identities/session-service.js'
+import { IDENTITY_LIST_SPEC, type IdentityRecord } from '../../store/identity-repository.js'
+import { requireSession } from '../auth-hooks.js'
+import { EmptyEnvelopeSchema, errorResponses, IdParamsSchema } from '../common-schemas.js'
+import { resourceRoutes, selfLink } from '../resource-routes.js'
+import {
+  IdentityBodySchema,
+  type IdentityDetail,
+  IdentityDetailEnvelopeSchema,
+  type IdentityDetailSchema,
+  IdentityListEnvelopeSchema,
+  IdentityPatchSchema,
+  PasswordBodySchema,
+} from './schemas.js'
+
+export function identityDetail(identities: IdentityService, sessions: SessionService) {
+  return (i: IdentityRecord): IdentityDetail => ({
+    id: i.id,
+    _links: selfLink('identities', i.id),
+    createdAt: i.createdAt,
+    updatedAt: i.updatedAt,
+    tags: i.tags,
+    name: i.name,
+    externalId: i.externalId,
+    isAdmin: i.isAdmin,
+    isDefaultAdmin: i.isDefaultAdmin,
+    disabled: i.disabled,
+    authPolicyId: i.authPolicyId,
+    authPolicy: {
+      id: i.authPolicyId,
+      name: identities.policyOf(i)?.name ?? '',
+      entity: 'auth-policies',
+      _links: selfLink('auth-policies', i.authPolicyId),
+    },
+    hasApiSession: sessions.hasSession(i.id),
+    type: {
+      id: 'Default',
+      name: 'Default',
+      entity: 'identity-types',
+      _links: selfLink('identity-types', 'Default'),
+    },
+    typeId: 'Default',
+    roleAttributes: [],
+  })
+}
+
+export function identityRoutesOptions(identities: IdentityService, sessions: SessionService) {
+  return {
+    segment: 'identities',
+    tag: 'Identities',
+    service: identities,
+    body: IdentityBodySchema,
+    patch: IdentityPatchSchema,
+    detailEnvelope: IdentityDetailEnvelopeSchema,
+    listEnvelope: IdentityListEnvelopeSchema,
+    filterable: Object.keys(IDENTITY_LIST_SPEC.filterable),
+    toDetail: identityDetail(identities, sessions),
+    auth: requireSession(sessions, { admin: true }),
+  }
+}
+
+export const identityRoutes = resourceRoutes<
+  IdentityRecord,
+  typeof IdentityBodySchema,
+  typeof IdentityPatchSchema,
+  typeof IdentityDetailSchema
+>()
+
+/** `PUT /identities/{id}/password`: sets or replaces an identity's password. */
+export const identityPasswordRoutes: FastifyPluginAsyncTypebox<{
+  identities: IdentityService
+  sessions: SessionService
+}> = async (app, { identities, sessions }) => {
+  app.addHook('onRequest', requireSession(sessions, { admin: true }))
+  app.put(
+    '/:id/password',
+    {
+      schema: {
+        tags: ['Identities'],
+        params: IdParamsSchema,
+        body: PasswordBodySchema,
+        response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      await identities.setPassword(request.params.id, request.body.password)
+      return { data: {}, meta: {} }
+    },
+  )
+}

@@ -1,0 +1,94 @@
+import { type Static, Type } from '@sinclair/typebox'
+import {
+  EmptyMetaSchema,
+  LinksSchema,
+  ListMetaSchema,
+  Nullable,
+  TagsSchema,
+  TimestampSchema,
+} from '../common-schemas.js'
+
+const Name = Type.String({ minLength: 1, maxLength: 255 })
+const ExternalId = Type.String({ maxLength: 1024 })
+const PolicyId = Type.String({ maxLength: 64 })
+const NullableTags = Type.Unsafe<Record<string, unknown> | null>({
+  ...TagsSchema,
+  type: ['object', 'null'],
+})
+// OpenZiti's tools send these on create; they are accepted and have no effect here.
+const compat = {
+  type: Type.Optional(Type.String({ maxLength: 64 })),
+  roleAttributes: Type.Optional(Nullable(Type.Array(Type.String()))),
+}
+
+export const IdentityBodySchema = Type.Object(
+  {
+    name: Name,
+    externalId: Type.Optional(Nullable(ExternalId)),
+    isAdmin: Type.Optional(Nullable(Type.Boolean())),
+    disabled: Type.Optional(Nullable(Type.Boolean())),
+    authPolicyId: Type.Optional(Nullable(PolicyId)),
+    tags: Type.Optional(NullableTags),
+    ...compat,
+  },
+  { additionalProperties: false },
+)
+export type IdentityBody = Static<typeof IdentityBodySchema>
+
+export const IdentityPatchSchema = Type.Object(
+  {
+    name: Type.Optional(Nullable(Name)),
+    externalId: Type.Optional(Nullable(ExternalId)),
+    isAdmin: Type.Optional(Nullable(Type.Boolean())),
+    disabled: Type.Optional(Nullable(Type.Boolean())),
+    authPolicyId: Type.Optional(Nullable(PolicyId)),
+    tags: Type.Optional(NullableTags),
+    ...compat,
+  },
+  { additionalProperties: false },
+)
+
+export const PasswordBodySchema = Type.Object(
+  { password: Type.String({ maxLength: 1024 }) },
+  { additionalProperties: false },
+)
+
+export const IdentityDetailSchema = Type.Object({
+  id: Type.String(),
+  _links: LinksSchema,
+  createdAt: TimestampSchema,
+  updatedAt: TimestampSchema,
+  tags: TagsSchema,
+  name: Type.String(),
+  externalId: Nullable(Type.String()),
+  isAdmin: Type.Boolean(),
+  isDefaultAdmin: Type.Boolean(),
+  disabled: Type.Boolean(),
+  authPolicyId: Type.String(),
+  authPolicy: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    entity: Type.String(),
+    _links: LinksSchema,
+  }),
+  hasApiSession: Type.Boolean(),
+  type: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    entity: Type.String(),
+    _links: LinksSchema,
+  }),
+  typeId: Type.String(),
+  roleAttributes: Type.Array(Type.String()),
+})
+export type IdentityDetail = Static<typeof IdentityDetailSchema>
+
+export const IdentityDetailEnvelopeSchema = Type.Object({
+  data: IdentityDetailSchema,
+  meta: EmptyMetaSchema,
+})
+
+export const IdentityListEnvelopeSchema = Type.Object({
+  data: Type.Array(IdentityDetailSchema),
+  meta: ListMetaSchema,
+})

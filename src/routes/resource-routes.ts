@@ -1,0 +1,156 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Static, TObject, TSchema } from '@sinclair/typebox'
+import type { onRequestAsyncHookHandler } from 'fastify'
+import type { ListPage, ListParams } from '../store/list-query.js'
+import {
+  CreateEnvelopeSchema,
+  EmptyEnvelopeSchema,
+  errorResponses,
+  IdParamsSchema,
+  ListQuerySchema,
+} from './common-schemas.js'
+
+/** What a management resource's domain service offers to its routes. */
+export interface ResourceService<Rec extends { id: string }, Body, Patch> {
+  create(body: Body): Rec
+  get(id: string): Rec
+  list(params: ListParams): ListPage<Rec>
+  replace(id: string, body: Body): Rec
+  patch(id: string, patch: Patch): Rec
+  delete(id: string): void
+}
+
+export interface ResourceRoutesOptions<
+  Rec extends { id: string },
+  B extends TObject,
+  P extends TObject,
+  D extends TSchema,
+> {
+  /** The path segment used in `_links` (`external-jwt-signers`). */
+  segment: string
+  tag: string
+  service: ResourceService<Rec, Static<B>, Static<P>>
+  body: B
+  patch: P
+  detailEnvelope: TSchema
+  listEnvelope: TSchema
+  filterable: string[]
+  toDetail: (record: Rec) => Static<D>
+  auth: onRequestAsyncHookHandler
+}
+
+export const selfLink = (segment: string, id: string) => ({
+  self: { href: `./${segment}/${id}` },
+})
+
+/**
+ * The six routes of an edge API management resource: create (201), list, detail, PUT, PATCH and
+ * DELETE (200 with an empty envelope), behind the given auth hook.
+ */
+export function resourceRoutes<
+  Rec extends { id: string },
+  B extends TObject,
+  P extends TObject,
+  D extends TSchema,
+>(): FastifyPluginAsyncTypebox<ResourceRoutesOptions<Rec, B, P, D>> {
+  return async (app, o) => {
+    app.addHook('onRequest', o.auth)
+    const tags = [o.tag]
+    const empty = { data: {}, meta: {} }
+
+    app.post(
+      '/',
+      {
+        schema: {
+          tags,
+          body: o.body,
+          response: { 201: CreateEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const { id } = o.service.create(request.body as Static<B>) // validated against o.body
+        return reply.code(201).send({ data: { id, _links: selfLink(o.segment, id) }, meta: {} })
+      },
+    )
+
+    app.get(
+      '/',
+      {
+        schema: {
+          tags,
+          querystring: ListQuerySchema,
+          response: { 200: o.listEnvelope, ...errorResponses(400, 401) },
+        },
+      },
+      async (request) => {
+        const page = o.service.list(request.query)
+        return {
+          data: page.items.map(o.toDetail),
+          meta: {
+            pagination: { limit: page.limit, offset: page.offset, totalCount: page.totalCount },
+            filterableFields: o.filterable,
+          },
+        }
+      },
+    )
+
+    app.get(
+      '/:id',
+      {
+        schema: {
+          tags,
+          params: IdParamsSchema,
+          response: { 200: o.detailEnvelope, ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => ({ data: o.toDetail(o.service.get(request.params.id)), meta: {} }),
+    )
+
+    app.put(
+      '/:id',
+      {
+        schema: {
+          tags,
+          params: IdParamsSchema,
+          body: o.body,
+          response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (request) => {
+        o.service.replace(request.params.id, request.body as Static<B>) // validated against o.body
+        return empty
+      },
+    )
+
+    app.patch(
+      '/:id',
+      {
+        schema: {
+          tags,
+          params: IdParamsSchema,
+          body: o.patch,
+          response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (request) => {
+        o.service.patch(request.params.id, request.body as Static<P>) // validated against o.patch
+        return empty
+      },
+    )
+
+    app.delete(
+      '/:id',
+      {
+        schema: {
+          tags,
+          params: IdParamsSchema,
+          response: { 200: EmptyEnvelopeSchema, ...errorResponses(401, 404, 409) },
+        },
+      },
+      async (request) => {
+        o.service.delete(request.params.id)
+        return empty
+      },
+    )
+  }
+}
