@@ -7,6 +7,9 @@ import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import { IdentityService } from './identities/identity-service.js'
 import { SessionService } from './identities/session-service.js'
+import { JwksFetcher, type Resolver } from './jwt/jwks-fetch.js'
+import { SignerKeys } from './jwt/signer-keys.js'
+import { urlRefusal } from './jwt/ssrf-policy.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
 import { AuthPolicyService } from './policies/auth-policy-service.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
@@ -34,6 +37,10 @@ export interface BuildAppOptions {
   db?: Db
   clock?: () => Date
   https?: { cert: Buffer; key: Buffer }
+  /** JWKS fetch timeout (5 s unless a test needs it shorter). */
+  jwksFetchTimeoutMs?: number
+  /** Name resolution for JWKS fetches (tests inject one so nothing leaves loopback). */
+  resolver?: Resolver
   /** Called once when the bootstrap admin was created with a generated password. */
   onGeneratedAdminPassword?: (name: string, password: string) => void
 }
@@ -111,15 +118,41 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     timeoutMs: config.sessionTimeoutMs,
   })
   const policyRepository = new AuthPolicyRepository(db)
+  const fetchPolicy = { allowHttp: config.jwksAllowHttp, blockPrivate: config.jwksBlockPrivate }
   const signers = new SignerService({
     db,
     clock,
     referenceCheck: (id) => policyRepository.signerReference(id),
+    jwksUrlCheck: (url) => urlRefusal(url, fetchPolicy),
   })
   const policies = new AuthPolicyService(db, signers.repository, clock)
+  const fetcher = new JwksFetcher({
+    policy: fetchPolicy,
+    timeoutMs: options.jwksFetchTimeoutMs ?? 5000,
+    ...(options.resolver ? { resolver: options.resolver } : {}),
+  })
+  const keys = new SignerKeys({
+    fetcher,
+    clock,
+    cooldownMs: config.jwksCooldownMs,
+    maxAgeMs: config.jwksMaxAgeMs,
+    log: app.log,
+  })
+  keys.load(signers.repository.all())
+  signers.onChange((change) => keys.apply(change))
+  app.addHook('onClose', async () => {
+    keys.close()
+    await fetcher.close()
+  })
   const identities = new IdentityService(db, policyRepository, sessions, clock)
   const allowsPrimary = (identity: IdentityRecord, method: 'updb') =>
     method === 'updb' && identities.policyOf(identity)?.updbAllowed === true
+
+  const lookup = {
+    byId: (id: string) => identities.repository.get(id),
+    byExternalId: (externalId: string) => identities.repository.getByExternalId(externalId),
+    policy: (id: string) => policyRepository.get(id),
+  }
 
   const m = MANAGEMENT_PREFIX
   await app.register(healthRoutes, { db })
@@ -144,6 +177,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       sessions,
       identities: identities.repository,
       allowsPrimary,
+      extJwt: { keys, lookup, verify: { clock, clockToleranceMs: config.jwtClockToleranceMs } },
+      rateLimit: config.authRateLimit,
+      clock,
     })
   }
   await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, signers })

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Db } from '../store/db.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
@@ -31,6 +31,8 @@ export interface SignerServiceOptions {
   clock: () => Date
   /** Called before a delete, inside its transaction. */
   referenceCheck?: SignerReferenceCheck
+  /** Why a jwksEndpoint may not be fetched from (the SSRF policy), or undefined. */
+  jwksUrlCheck?: (url: string) => string | undefined
 }
 
 /** Management of external JWT signers: the rules of the seed on top of the repository. */
@@ -57,6 +59,8 @@ export class SignerService {
     now: string,
   ): SignerRecord {
     const cert: SignerCertificate | undefined = checkSigner(fields)
+    const refused = fields.jwksEndpoint && this.options.jwksUrlCheck?.(fields.jwksEndpoint)
+    if (refused) throw fieldError('INVALID_FIELD', 'jwksEndpoint', refused, fields.jwksEndpoint)
     return {
       ...fields,
       ...base,

@@ -1,12 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError } from '../../errors.js'
 import { checkPassword, type PrimaryMethodCheck } from '../../identities/password-login.js'
 import type { SessionService } from '../../identities/session-service.js'
+import { authenticateExternalJwt, type IdentityLookup } from '../../jwt/authenticate.js'
+import { bearerChallenge, bearerToken } from '../../jwt/challenge.js'
+import type { SignerKeys } from '../../jwt/signer-keys.js'
+import { type ChallengeError, JwtRejected, type VerifyOptions } from '../../jwt/verify.js'
 import type { IdentityRecord, IdentityRepository } from '../../store/identity-repository.js'
 import type { SessionRecord } from '../../store/session-repository.js'
 import { resolveSession } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses } from '../common-schemas.js'
+import { rateLimit } from '../rate-limit.js'
 import {
   AuthenticateBodySchema,
   AuthenticateQuerySchema,
@@ -19,6 +24,17 @@ export interface SessionRoutesOptions {
   sessions: SessionService
   identities: IdentityRepository
   allowsPrimary: PrimaryMethodCheck
+  extJwt: ExtJwtLogin
+  /** Requests per second per client address on /authenticate; 0 is off. */
+  rateLimit: number
+  clock: () => Date
+}
+
+/** What JWT login needs: the signers' keys, identity lookups and verification settings. */
+export interface ExtJwtLogin {
+  keys: SignerKeys
+  lookup: IdentityLookup
+  verify: VerifyOptions
 }
 
 export function toCurrentSession(
@@ -64,12 +80,39 @@ export function sessionHeaders(reply: FastifyReply, session: SessionRecord, seco
 
 /** Login and the caller's own session; registered under both the client and management APIs. */
 const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, opts) => {
-  const { sessions, identities, allowsPrimary } = opts
+  const { sessions, identities, allowsPrimary, extJwt } = opts
   const tags = ['Authentication']
+  const limiter = opts.rateLimit > 0 ? rateLimit(opts.rateLimit, opts.clock) : undefined
+
+  async function loginWithJwt(request: FastifyRequest) {
+    const token = bearerToken(request.headers.authorization)
+    const challenge = (error: ChallengeError) => ({
+      'www-authenticate': bearerChallenge('openziti-primary-ext-jwt', error, extJwt.keys.enabled()),
+    })
+    if (token === undefined) {
+      request.log.info({ reason: 'no bearer token' }, 'ext-jwt login refused')
+      throw new AppError('UNAUTHORIZED', { headers: challenge('missing') })
+    }
+    try {
+      return await authenticateExternalJwt(token, extJwt.keys, extJwt.lookup, extJwt.verify)
+    } catch (err) {
+      if (!(err instanceof JwtRejected)) throw err
+      request.log.info(
+        { reason: err.reason, signerId: err.signerId, kid: err.kid },
+        'ext-jwt login refused',
+      )
+      throw new AppError('UNAUTHORIZED', { headers: challenge(err.error) })
+    }
+  }
 
   app.post(
     '/authenticate',
     {
+      ...(limiter ? { onRequest: limiter } : {}),
+      // The body is optional (JWT login needs only the Authorization header).
+      preValidation: async (request) => {
+        request.body ??= {}
+      },
       schema: {
         tags,
         querystring: AuthenticateQuerySchema,
@@ -78,9 +121,25 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       },
     },
     async (request, reply) => {
+      if (request.query.method === 'ext-jwt') {
+        const { identity, signer, kid } = await loginWithJwt(request)
+        const { session, token } = sessions.open(identity, `extJwtId:${signer.id}`, request.ip)
+        const seconds = sessions.expirationSeconds(session)
+        sessionHeaders(reply, session, seconds)
+        reply.header('zt-session', token)
+        request.log.info(
+          { identityId: identity.id, signerId: signer.id, kid, sessionId: session.id },
+          'ext-jwt login',
+        )
+        return { data: toCurrentSession(session, identity, token, seconds, []), meta: {} }
+      }
       if (request.query.method !== 'password') {
         throw new AppError('INVALID_AUTH_METHOD', {
-          cause: { field: 'method', reason: 'supported: password', value: request.query.method },
+          cause: {
+            field: 'method',
+            reason: 'supported: password, ext-jwt',
+            value: request.query.method,
+          },
         })
       }
       const { username, password } = request.body ?? {}

@@ -1,0 +1,129 @@
+import type { LookupAddress, LookupOptions } from 'node:dns'
+import { lookup as dnsLookup } from 'node:dns'
+import type { JSONWebKeySet } from 'jose'
+import { Agent, fetch } from 'undici'
+import { addressRefusal, type FetchPolicy, urlRefusal } from './ssrf-policy.js'
+
+/** Resolves a host name to every address it has (injectable, so tests never leave loopback). */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>
+
+export interface JwksFetchOptions {
+  policy: FetchPolicy
+  timeoutMs: number
+  resolver?: Resolver
+}
+
+export const MAX_JWKS_BYTES = 1024 * 1024
+const MAX_REDIRECTS = 3
+const JSON_TYPE = /^application\/(?:json|[\w.+-]+\+json)\s*(?:;.*)?$/i
+
+export class JwksFetchError extends Error {
+  override name = 'JwksFetchError'
+}
+
+const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) => {
+    dnsLookup(hostname, { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)))
+  })
+
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void
+
+/**
+ * An undici dispatcher whose name resolution refuses blocked addresses. The check runs on the
+ * addresses actually dialled, so a name that later resolves elsewhere (DNS rebinding) gains nothing.
+ */
+function guardedAgent(policy: FetchPolicy, resolver: Resolver): Agent {
+  const lookup = (hostname: string, options: LookupOptions, callback: LookupCallback) => {
+    resolver(hostname).then(
+      (addresses) => {
+        const refused = addresses.map((a) => addressRefusal(a.address, policy)).find(Boolean)
+        if (refused || addresses.length === 0) {
+          callback(new JwksFetchError(refused ?? `${hostname} has no address`), '')
+          return
+        }
+        if (options.all) callback(null, addresses)
+        else
+          callback(
+            null,
+            (addresses[0] as LookupAddress).address,
+            (addresses[0] as LookupAddress).family,
+          )
+      },
+      (err: NodeJS.ErrnoException) => callback(err, ''),
+    )
+  }
+  return new Agent({ connect: { lookup: lookup as never } }) // undici types lookup as net's LookupFunction
+}
+
+async function readCapped(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.byteLength
+    if (size > MAX_JWKS_BYTES)
+      throw new JwksFetchError(`response larger than ${MAX_JWKS_BYTES} bytes`)
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** Fetches JWKS documents under the SSRF policy, with a timeout, a size cap and redirect checks. */
+export class JwksFetcher {
+  private readonly agent: Agent
+
+  constructor(private readonly options: JwksFetchOptions) {
+    this.agent = guardedAgent(options.policy, options.resolver ?? systemResolver)
+  }
+
+  /** Returns the key set, or throws JwksFetchError (or a network error) saying why not. */
+  async fetch(url: string, signal?: AbortSignal): Promise<JSONWebKeySet> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs)
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout
+    let target = url
+    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      const refused = urlRefusal(target, this.options.policy)
+      if (refused) throw new JwksFetchError(refused)
+      const res = await fetch(target, {
+        dispatcher: this.agent,
+        redirect: 'manual',
+        signal: combined,
+        headers: { accept: 'application/jwk-set+json, application/json' },
+      })
+      if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
+        await res.body?.cancel()
+        target = new URL(res.headers.get('location') as string, target).toString()
+        continue
+      }
+      if (res.status !== 200) {
+        await res.body?.cancel()
+        throw new JwksFetchError(`status ${res.status}`)
+      }
+      const type = res.headers.get('content-type') ?? ''
+      if (!JSON_TYPE.test(type)) {
+        await res.body?.cancel()
+        throw new JwksFetchError(`content type "${type}" is not JSON`)
+      }
+      const text = res.body ? await readCapped(res.body) : ''
+      let doc: unknown
+      try {
+        doc = JSON.parse(text)
+      } catch {
+        throw new JwksFetchError('body is not JSON')
+      }
+      const keys = (doc as { keys?: unknown } | null)?.keys
+      if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'object' || k === null)) {
+        throw new JwksFetchError('body is not a JWK set')
+      }
+      return doc as JSONWebKeySet // checked: an object whose keys is an array of objects
+    }
+    throw new JwksFetchError(`more than ${MAX_REDIRECTS} redirects`)
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close()
+  }
+}

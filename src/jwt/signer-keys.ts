@@ -1,0 +1,117 @@
+import type { KeyObject } from 'node:crypto'
+import { parseSignerCertificate } from '../signers/certificate.js'
+import type { SignerChange } from '../signers/signer-service.js'
+import type { SignerRecord } from '../store/signer-repository.js'
+import type { JwksFetcher } from './jwks-fetch.js'
+import { JwksKeySet } from './jwks-key-set.js'
+
+/** A signer with its key material ready for verification. */
+export interface SignerEntry {
+  signer: SignerRecord
+  /** Certificate signers: the public key, imported once. */
+  certKey?: KeyObject
+  /** JWKS signers: the cached key set of the endpoint. */
+  keySet?: JwksKeySet
+}
+
+export interface SignerKeysOptions {
+  fetcher: JwksFetcher
+  clock: () => Date
+  cooldownMs: number
+  maxAgeMs: number
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
+}
+
+/**
+ * Every signer by issuer, with imported keys. It follows signer changes synchronously, so the very
+ * next verification sees a disabled signer, a new issuer, audience, certificate or endpoint.
+ */
+export class SignerKeys {
+  private readonly byIssuer = new Map<string, SignerEntry>()
+  private readonly byId = new Map<string, SignerEntry>()
+  private readonly listeners: ((signerId: string) => void)[] = []
+
+  constructor(private readonly options: SignerKeysOptions) {}
+
+  /** Loads the stored signers; JWKS fetches start in the background. */
+  load(signers: SignerRecord[]): void {
+    for (const signer of signers) this.upsert(signer, undefined)
+  }
+
+  /** Called with a signer id whenever that signer's verification inputs change. */
+  onInvalidate(listener: (signerId: string) => void): void {
+    this.listeners.push(listener)
+  }
+
+  get(issuer: string): SignerEntry | undefined {
+    return this.byIssuer.get(issuer)
+  }
+
+  getById(id: string): SignerEntry | undefined {
+    return this.byId.get(id)
+  }
+
+  enabled(): SignerRecord[] {
+    return [...this.byId.values()].map((e) => e.signer).filter((s) => s.enabled)
+  }
+
+  apply(change: SignerChange): void {
+    if (change.type === 'delete') this.remove(change.signer.id)
+    else this.upsert(change.signer, change.previous)
+    for (const listener of this.listeners) listener(change.signer.id)
+  }
+
+  private remove(id: string): SignerEntry | undefined {
+    const entry = this.byId.get(id)
+    if (!entry) return undefined
+    this.byId.delete(id)
+    if (this.byIssuer.get(entry.signer.issuer) === entry) this.byIssuer.delete(entry.signer.issuer)
+    return entry
+  }
+
+  private upsert(signer: SignerRecord, previous: SignerRecord | undefined): void {
+    const old = this.remove(signer.id)
+    const entry: SignerEntry = { signer }
+    if (signer.certPem !== null) {
+      entry.certKey =
+        old?.certKey && previous?.certPem === signer.certPem
+          ? old.certKey
+          : parseSignerCertificate(signer.certPem).publicKey
+    }
+    if (signer.jwksEndpoint !== null) {
+      if (old?.keySet && old.keySet.url === signer.jwksEndpoint) {
+        entry.keySet = old.keySet
+      } else {
+        entry.keySet = this.keySet(signer)
+        void entry.keySet.refresh()
+      }
+    }
+    if (old?.keySet && old.keySet !== entry.keySet) old.keySet.close()
+    this.byId.set(signer.id, entry)
+    this.byIssuer.set(signer.issuer, entry)
+  }
+
+  private keySet(signer: SignerRecord): JwksKeySet {
+    const { fetcher, clock, cooldownMs, maxAgeMs, log } = this.options
+    return new JwksKeySet(signer.jwksEndpoint as string, {
+      fetcher,
+      clock,
+      cooldownMs,
+      maxAgeMs,
+      onFetch: (result) => {
+        if (result.ok) log.info({ signerId: signer.id, keys: result.keys }, 'jwks fetched')
+        else {
+          const reason = result.error instanceof Error ? result.error.message : String(result.error)
+          log.warn(
+            { signerId: signer.id, reason },
+            'jwks fetch failed; keeping the keys already fetched',
+          )
+        }
+      },
+    })
+  }
+
+  close(): void {
+    for (const entry of this.byId.values()) entry.keySet?.close()
+  }
+}
