@@ -113,8 +113,7 @@ export async function verifyExternalJwt(
   }
   if (typeof iss !== 'string') throw new JwtRejected('invalid', 'token has no iss claim')
   const entry: SignerEntry | undefined = keys.get(iss)
-  if (!entry || !entry.signer.enabled)
-    throw new JwtRejected('invalid', 'no enabled signer has this issuer')
+  if (!entry?.signer.enabled) throw new JwtRejected('invalid', 'no enabled signer has this issuer')
   const { signer } = entry
   if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
     throw new JwtRejected(
