@@ -1,0 +1,49 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+export interface Started {
+  stop: () => Promise<void>
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo // TCP listener
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** Starts a built script as its own process and waits until `base + probe` answers 200. */
+export async function startProcess(
+  script: string,
+  base: string,
+  probe: string,
+  env: Record<string, string> = {},
+): Promise<Started> {
+  const child: ChildProcess = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  let exited = false
+  child.on('exit', () => {
+    exited = true
+  })
+  for (let i = 0; ; i++) {
+    if (exited || i > 200) throw new Error(`${script} did not start`)
+    const ok = await fetch(`${base}${probe}`).then(
+      (r) => r.ok,
+      () => false,
+    )
+    if (ok) break
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    stop: async () => {
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    },
+  }
+}
