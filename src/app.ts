@@ -5,13 +5,8 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
-import { IdentityService } from './identities/identity-service.js'
-import { SessionService } from './identities/session-service.js'
-import { JwksFetcher, type Resolver } from './jwt/jwks-fetch.js'
-import { SignerKeys } from './jwt/signer-keys.js'
-import { urlRefusal } from './jwt/ssrf-policy.js'
+import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
-import { AuthPolicyService } from './policies/auth-policy-service.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
 import { installErrorHandling } from './routes/error-handler.js'
@@ -23,11 +18,8 @@ import {
 } from './routes/identities/index.js'
 import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
-import { SignerService } from './signers/signer-service.js'
-import { AuthPolicyRepository } from './store/auth-policy-repository.js'
+import { createServices } from './services.js'
 import { type Db, openDatabase } from './store/db.js'
-import { type IdentityRecord, IdentityRepository } from './store/identity-repository.js'
-import { SessionRepository } from './store/session-repository.js'
 
 export interface BuildAppOptions {
   config: Config
@@ -41,6 +33,8 @@ export interface BuildAppOptions {
   jwksFetchTimeoutMs?: number
   /** Name resolution for JWKS fetches (tests inject one so nothing leaves loopback). */
   resolver?: Resolver
+  /** Bound of the verified-token cache (tests make it small). */
+  verifiedCacheEntries?: number
   /** Called once when the bootstrap admin was created with a generated password. */
   onGeneratedAdminPassword?: (name: string, password: string) => void
 }
@@ -110,74 +104,41 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const generated = await bootstrapAdmin(db, clock, config.adminUser, config.adminPassword)
   if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
 
-  const sessionRepository = new SessionRepository(db)
-  const sessions = new SessionService({
-    sessions: sessionRepository,
-    identities: new IdentityRepository(db),
-    clock,
-    timeoutMs: config.sessionTimeoutMs,
-  })
-  const policyRepository = new AuthPolicyRepository(db)
-  const fetchPolicy = { allowHttp: config.jwksAllowHttp, blockPrivate: config.jwksBlockPrivate }
-  const signers = new SignerService({
+  const services = createServices({
     db,
+    config,
     clock,
-    referenceCheck: (id) => policyRepository.signerReference(id),
-    jwksUrlCheck: (url) => urlRefusal(url, fetchPolicy),
-  })
-  const policies = new AuthPolicyService(db, signers.repository, clock)
-  const fetcher = new JwksFetcher({
-    policy: fetchPolicy,
-    timeoutMs: options.jwksFetchTimeoutMs ?? 5000,
-    ...(options.resolver ? { resolver: options.resolver } : {}),
-  })
-  const keys = new SignerKeys({
-    fetcher,
-    clock,
-    cooldownMs: config.jwksCooldownMs,
-    maxAgeMs: config.jwksMaxAgeMs,
     log: app.log,
+    jwksFetchTimeoutMs: options.jwksFetchTimeoutMs,
+    resolver: options.resolver,
+    verifiedCacheEntries: options.verifiedCacheEntries,
   })
-  keys.load(signers.repository.all())
-  signers.onChange((change) => keys.apply(change))
-  app.addHook('onClose', async () => {
-    keys.close()
-    await fetcher.close()
-  })
-  const identities = new IdentityService(db, policyRepository, sessions, clock)
-  const allowsPrimary = (identity: IdentityRecord, method: 'updb') =>
-    method === 'updb' && identities.policyOf(identity)?.updbAllowed === true
-
-  const lookup = {
-    byId: (id: string) => identities.repository.get(id),
-    byExternalId: (externalId: string) => identities.repository.getByExternalId(externalId),
-    policy: (id: string) => policyRepository.get(id),
-  }
+  app.addHook('onClose', services.close)
+  const { auth, signers, identities, policies } = services
 
   const m = MANAGEMENT_PREFIX
   await app.register(healthRoutes, { db })
   for (const path of ['external-jwt-signers', 'ext-jwt-signers']) {
     await app.register(signerRoutes, {
       prefix: `${m}/${path}`,
-      ...signerRoutesOptions(signers, sessions),
+      ...signerRoutesOptions(signers, auth),
     })
   }
   await app.register(identityRoutes, {
     prefix: `${m}/identities`,
-    ...identityRoutesOptions(identities, sessions),
+    ...identityRoutesOptions(identities, auth),
   })
-  await app.register(identityPasswordRoutes, { prefix: `${m}/identities`, identities, sessions })
+  await app.register(identityPasswordRoutes, { prefix: `${m}/identities`, identities, auth })
   await app.register(authPolicyRoutes, {
     prefix: `${m}/auth-policies`,
-    ...authPolicyRoutesOptions(policies, sessions),
+    ...authPolicyRoutesOptions(policies, auth),
   })
   for (const prefix of [m, CLIENT_PREFIX]) {
     await app.register(sessionRoutes, {
       prefix,
-      sessions,
+      auth,
       identities: identities.repository,
-      allowsPrimary,
-      extJwt: { keys, lookup, verify: { clock, clockToleranceMs: config.jwtClockToleranceMs } },
+      allowsPrimary: services.allowsPrimary,
       rateLimit: config.authRateLimit,
       clock,
     })

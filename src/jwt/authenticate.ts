@@ -2,7 +2,9 @@ import type { AuthPolicyRecord } from '../store/auth-policy-repository.js'
 import type { IdentityRecord } from '../store/identity-repository.js'
 import type { SignerRecord } from '../store/signer-repository.js'
 import type { SignerKeys } from './signer-keys.js'
+import { VerifiedTokenCache } from './verified-cache.js'
 import {
+  type ChallengeError,
   claimValue,
   JwtRejected,
   type VerifiedJwt,
@@ -17,15 +19,30 @@ export interface IdentityLookup {
   policy(id: string): AuthPolicyRecord | undefined
 }
 
-export interface Authenticated extends VerifiedJwt {
+/** A token that passed every check of its signer and names an enabled identity. */
+export interface Matched {
+  signer: SignerRecord
   identity: IdentityRecord
-  policy: AuthPolicyRecord
-  /** Seconds since the epoch at which the token expires. */
-  exp: number
+  kid: string
 }
 
+export interface Authenticated extends Matched {
+  policy: AuthPolicyRecord
+}
+
+/** What a client needs to know of the signer whose token it still has to present. */
+export type RequiredSigner = Pick<
+  SignerRecord,
+  'id' | 'issuer' | 'externalAuthUrl' | 'clientId' | 'scopes'
+>
+
+/** The outcome of the secondary-factor check for one request. */
+export type SecondaryResult =
+  | { met: true }
+  | { met: false; signer: RequiredSigner; error: ChallengeError; reason: string }
+
 /** Finds the identity a verified token names through the signer's claimsProperty/useExternalId. */
-export function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): IdentityRecord {
+function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): IdentityRecord {
   const { signer, claims, kid } = verified
   const value = claimValue(claims, signer.claimsProperty)
   if (typeof value !== 'string' || value === '') {
@@ -45,7 +62,7 @@ export function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): Id
   return identity
 }
 
-export function primaryAllowed(policy: AuthPolicyRecord, signer: SignerRecord): string | undefined {
+function primaryRefusal(policy: AuthPolicyRecord, signer: SignerRecord): string | undefined {
   if (!policy.extJwtAllowed) return 'policy does not allow JWT login'
   if (policy.allowedSigners.length > 0 && !policy.allowedSigners.includes(signer.id)) {
     return 'policy does not allow this signer'
@@ -54,20 +71,100 @@ export function primaryAllowed(policy: AuthPolicyRecord, signer: SignerRecord): 
 }
 
 /**
- * Primary authentication with an external JWT: verification, then the identity the token names,
- * then that identity's policy. Throws JwtRejected with the precise reason.
+ * Verifies external JWTs and matches them to identities. A token that passed once is remembered
+ * (by hash) until it expires, so repeating it costs no signature check; the cache is emptied for a
+ * signer, identity or policy when that changes.
  */
-export async function authenticateExternalJwt(
-  token: string,
-  keys: SignerKeys,
-  lookup: IdentityLookup,
-  options: VerifyOptions,
-): Promise<Authenticated> {
-  const verified = await verifyExternalJwt(token, keys, options)
-  const identity = matchIdentity(verified, lookup)
-  const policy = lookup.policy(identity.authPolicyId)
-  const refusal = policy ? primaryAllowed(policy, verified.signer) : 'identity has no policy'
-  if (refusal || !policy)
-    throw new JwtRejected('invalid', refusal ?? '', verified.signer.id, verified.kid)
-  return { ...verified, identity, policy, exp: verified.claims.exp as number } // requiredClaims guarantees exp
+export class ExternalJwtVerifier {
+  constructor(
+    readonly keys: SignerKeys,
+    private readonly lookup: IdentityLookup,
+    private readonly options: VerifyOptions,
+    readonly cache: VerifiedTokenCache,
+  ) {}
+
+  /** Verification and identity match, from the cache when the token was verified before. */
+  async match(token: string, expectedSignerId?: string): Promise<Matched> {
+    const key = VerifiedTokenCache.key(token)
+    const hit = this.cache.get(key)
+    if (hit) {
+      const signer = this.keys.getById(hit.signerId)?.signer
+      const identity = this.lookup.byId(hit.identityId)
+      if (signer?.enabled && identity && !identity.disabled) {
+        if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
+          throw new JwtRejected(
+            'invalid',
+            'token is from another signer than the policy requires',
+            signer.id,
+            hit.kid,
+          )
+        }
+        return { signer, identity, kid: hit.kid }
+      }
+    }
+    const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
+    const identity = matchIdentity(verified, this.lookup)
+    this.cache.set(key, {
+      signerId: verified.signer.id,
+      identityId: identity.id,
+      kid: verified.kid,
+      expiresAtMs: (verified.claims.exp as number) * 1000 + this.options.clockToleranceMs, // exp is required
+    })
+    return { signer: verified.signer, identity, kid: verified.kid }
+  }
+
+  /** Primary authentication: the first token that matches an identity whose policy allows it. */
+  async authenticate(tokens: string[]): Promise<Authenticated> {
+    let failure: JwtRejected | undefined
+    for (const token of tokens) {
+      try {
+        const matched = await this.match(token)
+        const policy = this.lookup.policy(matched.identity.authPolicyId)
+        const refusal = policy ? primaryRefusal(policy, matched.signer) : 'identity has no policy'
+        if (refusal || !policy)
+          throw new JwtRejected('invalid', refusal ?? '', matched.signer.id, matched.kid)
+        return { ...matched, policy }
+      } catch (err) {
+        if (!(err instanceof JwtRejected)) throw err
+        if (!failure || (err.error === 'expired' && failure.error !== 'expired')) failure = err
+      }
+    }
+    throw failure ?? new JwtRejected('missing', 'no bearer token')
+  }
+
+  /**
+   * The secondary factor: one of the tokens must come from the policy's required signer and name
+   * this very identity.
+   */
+  async secondary(
+    tokens: string[],
+    identity: IdentityRecord,
+    signerId: string,
+  ): Promise<SecondaryResult> {
+    // Policies keep their signers from being deleted, so the signer is always known here.
+    const signer: RequiredSigner = this.keys.getById(signerId)?.signer ?? {
+      id: signerId,
+      issuer: '',
+      externalAuthUrl: null,
+      clientId: null,
+      scopes: null,
+    }
+    let error: ChallengeError = 'missing'
+    let reason = 'no bearer token'
+    for (const token of tokens) {
+      try {
+        const matched = await this.match(token, signerId)
+        if (matched.identity.id === identity.id) return { met: true }
+        error = 'invalid'
+        reason = 'token names another identity'
+      } catch (err) {
+        if (!(err instanceof JwtRejected)) throw err
+        if (error !== 'expired') {
+          error = err.error
+          reason = err.reason
+        }
+      }
+    }
+    return { met: false, signer, error, reason }
+  }
 }

@@ -21,7 +21,7 @@ export type Realm = 'openziti-primary-ext-jwt' | 'openziti-secondary-ext-jwt'
 export function bearerChallenge(
   realm: Realm,
   error: ChallengeError,
-  signers: SignerRecord[],
+  signers: Pick<SignerRecord, 'id' | 'issuer'>[],
 ): string {
   return [
     `Bearer realm="${realm}"`,
@@ -32,9 +32,19 @@ export function bearerChallenge(
   ].join(' ')
 }
 
-/** The bearer token of an Authorization header, if it carries one. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header.trim())
-  return m ? m[1] : undefined
+const MAX_BEARERS = 3
+
+/**
+ * The bearer tokens of a request's Authorization headers, in order, at most three. Node keeps only
+ * the first Authorization header, so the raw header list is read: a client may send a primary and a
+ * secondary token as two headers.
+ */
+export function bearerTokens(rawHeaders: string[]): string[] {
+  const tokens: string[] = []
+  for (let i = 0; i + 1 < rawHeaders.length && tokens.length < MAX_BEARERS; i += 2) {
+    if ((rawHeaders[i] as string).toLowerCase() !== 'authorization') continue
+    const m = /^Bearer\s+(\S+)\s*$/i.exec((rawHeaders[i + 1] as string).trim())
+    if (m) tokens.push(m[1] as string)
+  }
+  return tokens
 }

@@ -1,44 +1,127 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { AppError } from '../errors.js'
 import type { ResolvedSession, SessionService } from '../identities/session-service.js'
+import type { ExternalJwtVerifier, SecondaryResult } from '../jwt/authenticate.js'
+import { bearerChallenge, bearerTokens } from '../jwt/challenge.js'
+import type { AuthPolicyRecord } from '../store/auth-policy-repository.js'
+import type { IdentityRecord } from '../store/identity-repository.js'
+import type { AuthQuery } from './sessions/schemas.js'
+
+/** The caller's session, its token, and whether this request met the secondary factor. */
+export interface RequestAuth extends ResolvedSession {
+  token: string
+  secondary: SecondaryResult
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The caller's session, once an auth hook has resolved it. */
-    auth: ResolvedSession | null
+    auth: RequestAuth | null
   }
+}
+
+/** What the auth hooks need: sessions, the JWT verifier and each identity's policy. */
+export interface AuthDeps {
+  sessions: SessionService
+  verifier: ExternalJwtVerifier
+  policyOf: (identity: IdentityRecord) => AuthPolicyRecord | undefined
 }
 
 const MISSING =
   'zt-session realm="zt-session" error="missing" error_description="no matching token was provided"'
 const INVALID = 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"'
 
-export function sessionHeader(request: FastifyRequest): string | undefined {
+function sessionHeader(request: FastifyRequest): string | undefined {
   const value = request.headers['zt-session']
   return typeof value === 'string' && value !== '' ? value : undefined
 }
 
+/** Evaluates the identity's secondary factor against the request's bearer tokens. */
+export async function evaluateSecondary(
+  deps: AuthDeps,
+  request: FastifyRequest,
+  identity: IdentityRecord,
+): Promise<SecondaryResult> {
+  const required = deps.policyOf(identity)?.requireExtJwtSigner
+  if (!required) return { met: true }
+  const result = await deps.verifier.secondary(
+    bearerTokens(request.raw.rawHeaders),
+    identity,
+    required,
+  )
+  if (!result.met) {
+    request.log.info(
+      { reason: result.reason, signerId: result.signer.id, identityId: identity.id },
+      'secondary ext-jwt not met',
+    )
+  }
+  return result
+}
+
+/** The auth query a client must answer while the secondary factor is unmet. */
+export function authQueries(secondary: SecondaryResult): AuthQuery[] {
+  if (secondary.met) return []
+  const { signer } = secondary
+  return [
+    {
+      typeId: 'EXT-JWT',
+      provider: 'url',
+      id: signer.id,
+      ...(signer.externalAuthUrl ? { httpUrl: signer.externalAuthUrl } : {}),
+      ...(signer.clientId ? { clientId: signer.clientId } : {}),
+      ...(signer.scopes ? { scopes: signer.scopes } : {}),
+    },
+  ]
+}
+
+export function secondaryChallenge(secondary: SecondaryResult): Record<string, string> {
+  if (secondary.met) return {}
+  return {
+    'www-authenticate': bearerChallenge('openziti-secondary-ext-jwt', secondary.error, [
+      secondary.signer,
+    ]),
+  }
+}
+
 /** Resolves the caller's session; a missing or dead one is a 401 with a zt-session challenge. */
-export function resolveSession(sessions: SessionService, request: FastifyRequest): ResolvedSession {
+export async function resolveRequestAuth(
+  deps: AuthDeps,
+  request: FastifyRequest,
+): Promise<RequestAuth> {
   const token = sessionHeader(request)
   if (token === undefined) {
     throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': MISSING } })
   }
-  const resolved = sessions.resolve(token)
-  if (!resolved) {
-    throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': INVALID } })
+  const resolved = deps.sessions.resolve(token)
+  if (!resolved) throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': INVALID } })
+  const auth = {
+    ...resolved,
+    token,
+    secondary: await evaluateSecondary(deps, request, resolved.identity),
   }
-  request.auth = resolved
-  return resolved
+  request.auth = auth
+  return auth
 }
 
-/** An onRequest hook that admits only live sessions, of admins when `admin` is set. */
+/**
+ * An onRequest hook that admits live sessions: fully authenticated ones (secondary factor met on
+ * this very request) unless `partial`, and of admins only when `admin`.
+ */
 export function requireSession(
-  sessions: SessionService,
-  options: { admin: boolean },
+  deps: AuthDeps,
+  options: { admin: boolean; partial?: boolean },
 ): onRequestAsyncHookHandler {
   return async (request) => {
-    const { identity } = resolveSession(sessions, request)
+    const { identity, secondary } = await resolveRequestAuth(deps, request)
+    if (!options.partial && !secondary.met) {
+      throw new AppError('UNAUTHORIZED', {
+        headers: secondaryChallenge(secondary),
+        cause: {
+          field: 'authorization',
+          reason: 'this session needs a valid external JWT on every call',
+        },
+      })
+    }
     if (options.admin && !identity.isAdmin) {
       throw new AppError('UNAUTHORIZED', {
         cause: { field: 'zt-session', reason: 'this route needs an admin identity' },

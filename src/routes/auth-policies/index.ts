@@ -1,7 +1,6 @@
-import type { SessionService } from '../../identities/session-service.js'
 import type { AuthPolicyService } from '../../policies/auth-policy-service.js'
 import { AUTH_POLICY_LIST_SPEC, type AuthPolicyRecord } from '../../store/auth-policy-repository.js'
-import { requireSession } from '../auth-hooks.js'
+import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
 import {
   AuthPolicyBodySchema,
@@ -37,7 +36,7 @@ export function toAuthPolicyDetail(p: AuthPolicyRecord): AuthPolicyDetail {
   }
 }
 
-export function authPolicyRoutesOptions(policies: AuthPolicyService, sessions: SessionService) {
+export function authPolicyRoutesOptions(policies: AuthPolicyService, auth: AuthDeps) {
   return {
     segment: 'auth-policies',
     tag: 'Authentication Policies',
@@ -48,7 +47,7 @@ export function authPolicyRoutesOptions(policies: AuthPolicyService, sessions: S
     listEnvelope: AuthPolicyListEnvelopeSchema,
     filterable: Object.keys(AUTH_POLICY_LIST_SPEC.filterable),
     toDetail: toAuthPolicyDetail,
-    auth: requireSession(sessions, { admin: true }),
+    auth: requireSession(auth, { admin: true }),
   }
 }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { IdentityService } from '../../identities/identity-service.js'
 import type { SessionService } from '../../identities/session-service.js'
 import { IDENTITY_LIST_SPEC, type IdentityRecord } from '../../store/identity-repository.js'
-import { requireSession } from '../auth-hooks.js'
+import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses, IdParamsSchema } from '../common-schemas.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
 import {
@@ -46,7 +46,7 @@ export function identityDetail(identities: IdentityService, sessions: SessionSer
   })
 }
 
-export function identityRoutesOptions(identities: IdentityService, sessions: SessionService) {
+export function identityRoutesOptions(identities: IdentityService, auth: AuthDeps) {
   return {
     segment: 'identities',
     tag: 'Identities',
@@ -56,8 +56,8 @@ export function identityRoutesOptions(identities: IdentityService, sessions: Ses
     detailEnvelope: IdentityDetailEnvelopeSchema,
     listEnvelope: IdentityListEnvelopeSchema,
     filterable: Object.keys(IDENTITY_LIST_SPEC.filterable),
-    toDetail: identityDetail(identities, sessions),
-    auth: requireSession(sessions, { admin: true }),
+    toDetail: identityDetail(identities, auth.sessions),
+    auth: requireSession(auth, { admin: true }),
   }
 }
 
@@ -71,9 +71,9 @@ export const identityRoutes = resourceRoutes<
 /** `PUT /identities/{id}/password`: sets or replaces an identity's password. */
 export const identityPasswordRoutes: FastifyPluginAsyncTypebox<{
   identities: IdentityService
-  sessions: SessionService
-}> = async (app, { identities, sessions }) => {
-  app.addHook('onRequest', requireSession(sessions, { admin: true }))
+  auth: AuthDeps
+}> = async (app, { identities, auth }) => {
+  app.addHook('onRequest', requireSession(auth, { admin: true }))
   app.put(
     '/:id/password',
     {

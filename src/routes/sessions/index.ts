@@ -2,39 +2,35 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError } from '../../errors.js'
 import { checkPassword, type PrimaryMethodCheck } from '../../identities/password-login.js'
-import type { SessionService } from '../../identities/session-service.js'
-import { authenticateExternalJwt, type IdentityLookup } from '../../jwt/authenticate.js'
-import { bearerChallenge, bearerToken } from '../../jwt/challenge.js'
-import type { SignerKeys } from '../../jwt/signer-keys.js'
-import { type ChallengeError, JwtRejected, type VerifyOptions } from '../../jwt/verify.js'
+import { bearerChallenge, bearerTokens } from '../../jwt/challenge.js'
+import { JwtRejected } from '../../jwt/verify.js'
 import type { IdentityRecord, IdentityRepository } from '../../store/identity-repository.js'
 import type { SessionRecord } from '../../store/session-repository.js'
-import { resolveSession } from '../auth-hooks.js'
+import {
+  type AuthDeps,
+  authQueries,
+  evaluateSecondary,
+  requireSession,
+  secondaryChallenge,
+} from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses } from '../common-schemas.js'
 import { rateLimit } from '../rate-limit.js'
 import {
   AuthenticateBodySchema,
   AuthenticateQuerySchema,
   type AuthQuery,
+  CurrentIdentityEnvelopeSchema,
   type CurrentSession,
   CurrentSessionEnvelopeSchema,
 } from './schemas.js'
 
 export interface SessionRoutesOptions {
-  sessions: SessionService
+  auth: AuthDeps
   identities: IdentityRepository
   allowsPrimary: PrimaryMethodCheck
-  extJwt: ExtJwtLogin
   /** Requests per second per client address on /authenticate; 0 is off. */
   rateLimit: number
   clock: () => Date
-}
-
-/** What JWT login needs: the signers' keys, identity lookups and verification settings. */
-export interface ExtJwtLogin {
-  keys: SignerKeys
-  lookup: IdentityLookup
-  verify: VerifyOptions
 }
 
 export function toCurrentSession(
@@ -42,7 +38,7 @@ export function toCurrentSession(
   identity: IdentityRecord,
   token: string,
   expirationSeconds: number,
-  authQueries: AuthQuery[],
+  queries: AuthQuery[],
 ): CurrentSession {
   return {
     id: session.id,
@@ -60,7 +56,7 @@ export function toCurrentSession(
     },
     ipAddress: session.ipAddress,
     authenticatorId: session.authenticatorId,
-    authQueries,
+    authQueries: queries,
     configTypes: [],
     isMfaRequired: false,
     isMfaComplete: false,
@@ -73,35 +69,44 @@ export function toCurrentSession(
   }
 }
 
-export function sessionHeaders(reply: FastifyReply, session: SessionRecord, seconds: number): void {
+function sessionHeaders(reply: FastifyReply, session: SessionRecord, seconds: number): void {
   reply.header('expiration-seconds', String(seconds))
   reply.header('expires-at', session.expiresAt)
 }
 
-/** Login and the caller's own session; registered under both the client and management APIs. */
+/** Login, the caller's own session and identity; registered under the client and management APIs. */
 const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, opts) => {
-  const { sessions, identities, allowsPrimary, extJwt } = opts
+  const { auth, identities, allowsPrimary } = opts
+  const { sessions, verifier } = auth
   const tags = ['Authentication']
   const limiter = opts.rateLimit > 0 ? rateLimit(opts.rateLimit, opts.clock) : undefined
 
-  async function loginWithJwt(request: FastifyRequest) {
-    const token = bearerToken(request.headers.authorization)
-    const challenge = (error: ChallengeError) => ({
-      'www-authenticate': bearerChallenge('openziti-primary-ext-jwt', error, extJwt.keys.enabled()),
-    })
-    if (token === undefined) {
-      request.log.info({ reason: 'no bearer token' }, 'ext-jwt login refused')
-      throw new AppError('UNAUTHORIZED', { headers: challenge('missing') })
-    }
+  async function primaryJwt(request: FastifyRequest) {
+    const tokens = bearerTokens(request.raw.rawHeaders)
     try {
-      return await authenticateExternalJwt(token, extJwt.keys, extJwt.lookup, extJwt.verify)
+      return await verifier.authenticate(tokens)
     } catch (err) {
       if (!(err instanceof JwtRejected)) throw err
       request.log.info(
         { reason: err.reason, signerId: err.signerId, kid: err.kid },
         'ext-jwt login refused',
       )
-      throw new AppError('UNAUTHORIZED', { headers: challenge(err.error) })
+      const challenge = bearerChallenge(
+        'openziti-primary-ext-jwt',
+        err.error,
+        verifier.keys.enabled(),
+      )
+      throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': challenge } })
+    }
+  }
+
+  async function passwordLogin(body: { username?: string; password?: string }) {
+    const { username, password } = body
+    if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
+    if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
+    return {
+      identity: await checkPassword(identities, username, password, allowsPrimary),
+      authenticatorId: 'updb',
     }
   }
 
@@ -121,64 +126,84 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       },
     },
     async (request, reply) => {
-      if (request.query.method === 'ext-jwt') {
-        const { identity, signer, kid } = await loginWithJwt(request)
-        const { session, token } = sessions.open(identity, `extJwtId:${signer.id}`, request.ip)
-        const seconds = sessions.expirationSeconds(session)
-        sessionHeaders(reply, session, seconds)
-        reply.header('zt-session', token)
-        request.log.info(
-          { identityId: identity.id, signerId: signer.id, kid, sessionId: session.id },
-          'ext-jwt login',
-        )
-        return { data: toCurrentSession(session, identity, token, seconds, []), meta: {} }
-      }
-      if (request.query.method !== 'password') {
+      const { method } = request.query
+      if (method !== 'password' && method !== 'ext-jwt') {
         throw new AppError('INVALID_AUTH_METHOD', {
-          cause: {
-            field: 'method',
-            reason: 'supported: password, ext-jwt',
-            value: request.query.method,
-          },
+          cause: { field: 'method', reason: 'supported: password, ext-jwt', value: method },
         })
       }
-      const { username, password } = request.body ?? {}
-      if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
-      if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
-      const identity = await checkPassword(identities, username, password, allowsPrimary)
-      const { session, token } = sessions.open(identity, 'updb', request.ip)
+      const { identity, authenticatorId } =
+        method === 'ext-jwt'
+          ? await primaryJwt(request).then((a) => ({
+              identity: a.identity,
+              authenticatorId: `extJwtId:${a.signer.id}`,
+            }))
+          : await passwordLogin(request.body)
+      const secondary = await evaluateSecondary(auth, request, identity)
+      const { session, token } = sessions.open(identity, authenticatorId, request.ip)
       const seconds = sessions.expirationSeconds(session)
       sessionHeaders(reply, session, seconds)
       reply.header('zt-session', token)
-      request.log.info({ identityId: identity.id, sessionId: session.id }, 'password login')
-      return { data: toCurrentSession(session, identity, token, seconds, []), meta: {} }
+      for (const [name, value] of Object.entries(secondaryChallenge(secondary)))
+        reply.header(name, value)
+      request.log.info({ identityId: identity.id, authenticatorId, sessionId: session.id }, 'login')
+      return {
+        data: toCurrentSession(session, identity, token, seconds, authQueries(secondary)),
+        meta: {},
+      }
     },
   )
 
   app.get(
     '/current-api-session',
     {
-      schema: {
-        tags,
-        response: { 200: CurrentSessionEnvelopeSchema, ...errorResponses(401) },
-      },
+      onRequest: requireSession(auth, { admin: false, partial: true }),
+      schema: { tags, response: { 200: CurrentSessionEnvelopeSchema, ...errorResponses(401) } },
     },
     async (request, reply) => {
-      const { session, identity } = resolveSession(sessions, request)
+      const { session, identity, token, secondary } = request.auth as NonNullable<
+        FastifyRequest['auth']
+      > // set by the hook
       const seconds = sessions.expirationSeconds(session)
       sessionHeaders(reply, session, seconds)
-      const token = request.headers['zt-session'] as string // resolveSession checked it
-      return { data: toCurrentSession(session, identity, token, seconds, []), meta: {} }
+      return {
+        data: toCurrentSession(session, identity, token, seconds, authQueries(secondary)),
+        meta: {},
+      }
     },
   )
 
   app.delete(
     '/current-api-session',
-    { schema: { tags, response: { 200: EmptyEnvelopeSchema, ...errorResponses(401) } } },
+    {
+      onRequest: requireSession(auth, { admin: false, partial: true }),
+      schema: { tags, response: { 200: EmptyEnvelopeSchema, ...errorResponses(401) } },
+    },
     async (request) => {
-      const { session } = resolveSession(sessions, request)
-      sessions.end(session.id)
+      sessions.end((request.auth as NonNullable<FastifyRequest['auth']>).session.id) // set by the hook
       return { data: {}, meta: {} }
+    },
+  )
+
+  app.get(
+    '/current-identity',
+    {
+      onRequest: requireSession(auth, { admin: false }),
+      schema: { tags, response: { 200: CurrentIdentityEnvelopeSchema, ...errorResponses(401) } },
+    },
+    async (request) => {
+      const { identity } = request.auth as NonNullable<FastifyRequest['auth']> // set by the hook
+      return {
+        data: {
+          id: identity.id,
+          name: identity.name,
+          externalId: identity.externalId,
+          isAdmin: identity.isAdmin,
+          authPolicyId: identity.authPolicyId,
+          _links: { self: { href: './current-identity' } },
+        },
+        meta: {},
+      }
     },
   )
 }

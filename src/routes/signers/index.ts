@@ -1,7 +1,6 @@
-import type { SessionService } from '../../identities/session-service.js'
 import type { SignerService } from '../../signers/signer-service.js'
 import { SIGNER_LIST_SPEC, type SignerRecord } from '../../store/signer-repository.js'
-import { requireSession } from '../auth-hooks.js'
+import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
 import {
   SignerBodySchema,
@@ -40,7 +39,7 @@ export function toSignerDetail(s: SignerRecord): SignerDetail {
 }
 
 /** Management API of external JWT signers (admin session required). */
-export function signerRoutesOptions(signers: SignerService, sessions: SessionService) {
+export function signerRoutesOptions(signers: SignerService, auth: AuthDeps) {
   return {
     segment: 'external-jwt-signers',
     tag: 'External JWT Signers',
@@ -51,7 +50,7 @@ export function signerRoutesOptions(signers: SignerService, sessions: SessionSer
     listEnvelope: SignerListEnvelopeSchema,
     filterable: Object.keys(SIGNER_LIST_SPEC.filterable),
     toDetail: toSignerDetail,
-    auth: requireSession(sessions, { admin: true }),
+    auth: requireSession(auth, { admin: true }),
   }
 }
 

@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto'
+
+/** What a verified token established: which signer vouched for which identity, until when. */
+export interface VerifiedEntry {
+  signerId: string
+  identityId: string
+  kid: string
+  /** Milliseconds since the epoch after which the token no longer counts (exp plus tolerance). */
+  expiresAtMs: number
+}
+
+export const DEFAULT_CACHE_ENTRIES = 10_000
+
+/**
+ * A bounded cache of verified tokens, keyed by the SHA-256 of the token (never the token itself).
+ * Entries end at the token's expiry; the least recently used entry goes when the cache is full, so
+ * a flood of distinct tokens cannot grow it. Only tokens that passed every check are stored.
+ */
+export class VerifiedTokenCache {
+  private readonly entries = new Map<string, VerifiedEntry>()
+
+  constructor(
+    private readonly clock: () => Date,
+    private readonly maxEntries = DEFAULT_CACHE_ENTRIES,
+  ) {}
+
+  static key(token: string): string {
+    return createHash('sha256').update(token).digest('base64url')
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  get(key: string): VerifiedEntry | undefined {
+    const entry = this.entries.get(key)
+    if (!entry) return undefined
+    this.entries.delete(key)
+    if (entry.expiresAtMs <= this.clock().getTime()) return undefined
+    this.entries.set(key, entry) // most recently used goes last
+    return entry
+  }
+
+  set(key: string, entry: VerifiedEntry): void {
+    this.entries.delete(key)
+    while (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next().value as string // the map is not empty here
+      this.entries.delete(oldest)
+    }
+    this.entries.set(key, entry)
+  }
+
+  /** Forgets every token of a signer (it changed or went away). */
+  dropSigner(signerId: string): void {
+    for (const [key, entry] of this.entries)
+      if (entry.signerId === signerId) this.entries.delete(key)
+  }
+
+  /** Forgets every token that named an identity (it changed or went away). */
+  dropIdentity(identityId: string): void {
+    for (const [key, entry] of this.entries)
+      if (entry.identityId === identityId) this.entries.delete(key)
+  }
+
+  clear(): void {
+    this.entries.clear()
+  }
+}
