@@ -76,6 +76,9 @@ function primaryRefusal(policy: AuthPolicyRecord, signer: SignerRecord): string 
  * signer, identity or policy when that changes.
  */
 export class ExternalJwtVerifier {
+  /** Signature verifications run, and requests answered from the cache instead. */
+  readonly stats = { verified: 0, cacheHits: 0 }
+
   constructor(
     readonly keys: SignerKeys,
     private readonly lookup: IdentityLookup,
@@ -99,9 +102,11 @@ export class ExternalJwtVerifier {
             hit.kid,
           )
         }
+        this.stats.cacheHits++
         return { signer, identity, kid: hit.kid }
       }
     }
+    this.stats.verified++
     const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
     const identity = matchIdentity(verified, this.lookup)
     this.cache.set(key, {

@@ -1,0 +1,132 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ExternalJwtVerifier } from '../../src/jwt/authenticate.js'
+import { JwksFetcher } from '../../src/jwt/jwks-fetch.js'
+import { SignerKeys } from '../../src/jwt/signer-keys.js'
+import { VerifiedTokenCache } from '../../src/jwt/verified-cache.js'
+import { SignerService } from '../../src/signers/signer-service.js'
+import { AuthPolicyRepository } from '../../src/store/auth-policy-repository.js'
+import { openDatabase } from '../../src/store/db.js'
+import { IdentityRepository } from '../../src/store/identity-repository.js'
+import { testClock } from '../helpers/app.js'
+import { makeCert, type TestCert } from '../helpers/certs.js'
+import { signJwt } from '../helpers/jwt.js'
+
+let cert: TestCert
+beforeAll(async () => {
+  cert = await makeCert()
+})
+
+const entry = (i: number, expiresAtMs = Number.MAX_SAFE_INTEGER) => ({
+  signerId: `s${i % 3}`,
+  identityId: `i${i % 5}`,
+  kid: 'k',
+  expiresAtMs,
+})
+
+describe('VerifiedTokenCache', () => {
+  it('stays within its bound under a flood of distinct tokens, dropping the least recently used', () => {
+    const cache = new VerifiedTokenCache(() => new Date(), 100)
+    for (let i = 0; i < 10_000; i++) cache.set(VerifiedTokenCache.key(`token-${i}`), entry(i))
+    expect(cache.size).toBe(100)
+    expect(cache.get(VerifiedTokenCache.key('token-0'))).toBeUndefined()
+    expect(cache.get(VerifiedTokenCache.key('token-9999'))).toBeDefined()
+  })
+
+  it('ends entries at their expiry and forgets by signer, identity or all', () => {
+    const clock = testClock()
+    const cache = new VerifiedTokenCache(clock)
+    cache.set('a', entry(0, clock().getTime() + 1000))
+    expect(cache.get('a')).toBeDefined()
+    clock.advance(1000)
+    expect(cache.get('a')).toBeUndefined()
+    for (let i = 0; i < 15; i++) cache.set(`k${i}`, entry(i))
+    cache.dropSigner('s0')
+    expect(cache.size).toBe(10)
+    cache.dropIdentity('i1')
+    expect(
+      [...Array(15).keys()]
+        .filter((i) => cache.get(`k${i}`))
+        .every((i) => i % 3 !== 0 && i % 5 !== 1),
+    ).toBe(true)
+    cache.clear()
+    expect(cache.size).toBe(0)
+  })
+
+  it('keys by a hash, never the token itself', () => {
+    const key = VerifiedTokenCache.key('header.payload.signature')
+    expect(key).not.toContain('payload')
+    expect(key).toHaveLength(43)
+  })
+})
+
+describe('ExternalJwtVerifier', () => {
+  it('verifies a repeated token once and answers the repeats from the cache', async () => {
+    const clock = testClock()
+    const db = openDatabase(':memory:')
+    const signers = new SignerService({ db, clock })
+    const signer = signers.create({
+      name: 's',
+      enabled: true,
+      issuer: 'https://i',
+      audience: 'a',
+      certPem: cert.certPem,
+      kid: 'k1',
+    })
+    const identities = new IdentityRepository(db)
+    const now = clock().toISOString()
+    identities.insert({
+      id: 'alice',
+      name: 'alice',
+      externalId: null,
+      isAdmin: false,
+      isDefaultAdmin: false,
+      disabled: false,
+      authPolicyId: 'default',
+      tags: {},
+      createdAt: now,
+      updatedAt: now,
+    })
+    const fetcher = new JwksFetcher({
+      policy: { allowHttp: true, blockPrivate: false },
+      timeoutMs: 1000,
+    })
+    const keys = new SignerKeys({
+      fetcher,
+      clock,
+      cooldownMs: 0,
+      maxAgeMs: 60_000,
+      log: { info: () => {}, warn: () => {} },
+    })
+    keys.load([signer])
+    const policies = new AuthPolicyRepository(db)
+    const verifier = new ExternalJwtVerifier(
+      keys,
+      {
+        byId: (id) => identities.get(id),
+        byExternalId: (e) => identities.getByExternalId(e),
+        policy: (id) => policies.get(id),
+      },
+      { clock, clockToleranceMs: 0 },
+      new VerifiedTokenCache(clock),
+    )
+    const token = await signJwt(
+      cert.privateKey,
+      { iss: 'https://i', aud: 'a', sub: 'alice' },
+      { kid: 'k1', now: clock() },
+    )
+    for (let i = 0; i < 5; i++) {
+      expect(
+        (
+          await verifier.secondary(
+            [token],
+            identities.get('alice') as NonNullable<ReturnType<IdentityRepository['get']>>,
+            signer.id,
+          )
+        ).met,
+      ).toBe(true)
+    }
+    expect(verifier.stats).toEqual({ verified: 1, cacheHits: 4 })
+    await fetcher.close()
+    db.close()
+  })
+})
