@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { CONNECTIONS, DURATION_S, measure, report } from './common.js'
 import { benchLogin } from './login.js'
 import { freePort, startProcess } from './processes.js'
+import { benchSecondary } from './secondary.js'
 
 const PASSWORD = 'bench-admin-password'
 
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
     'bare',
   )
   await benchLogin(base, call)
+  await benchSecondary(base, call)
 
   await app.stop()
   await bare.stop()

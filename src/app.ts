@@ -39,6 +39,13 @@ export interface BuildAppOptions {
   onGeneratedAdminPassword?: (name: string, password: string) => void
 }
 
+/** Request ids: a random per-process prefix and a counter (unique, and no crypto call per request). */
+function requestIds(): () => string {
+  const prefix = randomBytes(6).toString('base64url')
+  let n = 0
+  return () => `${prefix}${(n++).toString(36)}`
+}
+
 export const MANAGEMENT_PREFIX = '/edge/management/v1'
 export const CLIENT_PREFIX = '/edge/client/v1'
 
@@ -59,7 +66,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     bodyLimit: 1024 * 1024,
     // One access-log line per request comes from the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: () => randomBytes(8).toString('base64url'),
+    genReqId: requestIds(),
     requestTimeout: 30_000,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
   }).withTypeProvider<TypeBoxTypeProvider>()

@@ -16,6 +16,7 @@ const HealthEnvelopeSchema = Type.Object({
 
 /** Liveness of the store: 200 while it answers a query, 503 when it does not. */
 const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
+  const ping = db.prepare('SELECT 1')
   app.get(
     '/health-checks',
     {
@@ -28,7 +29,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) 
       const started = process.hrtime.bigint()
       let healthy = true
       try {
-        db.prepare('SELECT 1').get()
+        ping.get()
       } catch (err) {
         healthy = false
         request.log.warn({ err }, 'store health check failed')

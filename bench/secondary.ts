@@ -1,0 +1,75 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { exportJWK, generateKeyPair, SignJWT } from 'jose'
+import { measure, report } from './common.js'
+
+type Call = (method: string, url: string, body?: unknown) => Promise<Response>
+
+async function idOf(res: Promise<Response>): Promise<string> {
+  return ((await (await res).json()) as { data: { id: string } }).data.id
+}
+
+/** current-identity with a secondary-factor policy and a repeated JWT, against the same route without. */
+export async function benchSecondary(base: string, call: Call): Promise<void> {
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
+  const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'mfa', alg: 'ES256' }] }
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify(jwks))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const signerId = await idOf(
+    call('POST', '/edge/management/v1/external-jwt-signers', {
+      name: 'bench-mfa',
+      enabled: true,
+      issuer: 'https://mfa.bench',
+      audience: 'ziti',
+      jwksEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, // TCP listener
+    }),
+  )
+  const policyId = await idOf(
+    call('POST', '/edge/management/v1/auth-policies', {
+      name: 'bench-mfa',
+      primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: true } },
+      secondary: { requireExtJwtSigner: signerId },
+    }),
+  )
+  const sessions: Record<string, string> = {}
+  const ids: Record<string, string> = {}
+  for (const [name, authPolicyId] of [
+    ['mfa-user', policyId],
+    ['plain-user', 'default'],
+  ] as const) {
+    ids[name] = await idOf(call('POST', '/edge/management/v1/identities', { name, authPolicyId }))
+    await call('PUT', `/edge/management/v1/identities/${ids[name]}/password`, {
+      password: 'bench-password-1',
+    })
+    const res = await fetch(`${base}/edge/client/v1/authenticate?method=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: name, password: 'bench-password-1' }),
+    })
+    sessions[name] = res.headers.get('zt-session') as string
+  }
+  await new Promise((r) => setTimeout(r, 200))
+  const jwt = await new SignJWT({ sub: ids['mfa-user'] })
+    .setProtectedHeader({ alg: 'ES256', kid: 'mfa' })
+    .setIssuer('https://mfa.bench')
+    .setAudience('ziti')
+    .setExpirationTime('1h')
+    .sign(privateKey)
+
+  const url = `${base}/edge/client/v1/current-identity`
+  const plain = await measure(url, {
+    headers: () => ({ 'zt-session': sessions['plain-user'] as string }),
+  })
+  report('current-identity, no secondary factor', plain, plain.rps, 'no factor')
+  const mfa = await measure(url, {
+    headers: () => ({
+      'zt-session': sessions['mfa-user'] as string,
+      authorization: `Bearer ${jwt}`,
+    }),
+  })
+  report('current-identity, secondary JWT (repeated)', mfa, plain.rps, 'no factor')
+  server.close()
+}
