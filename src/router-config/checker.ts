@@ -1,0 +1,270 @@
+import { formatDuration, parseDuration } from '../duration.js'
+import type { Pos, TNode } from './tree.js'
+
+/** One finding, located in the file. */
+export interface Problem {
+  path: string
+  line: number
+  column: number
+  message: string
+}
+
+export type MapNode = Extract<TNode, { kind: 'map' }>
+
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0] as number
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j] as number
+      row[j] = Math.min(cur + 1, (row[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1))
+      prev = cur
+    }
+  }
+  return row[b.length] as number
+}
+
+export function suggest(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined
+  let bestD = Number.POSITIVE_INFINITY
+  for (const k of known) {
+    const d = k.toLowerCase() === key.toLowerCase() ? 0 : distance(key, k)
+    if (d < bestD) {
+      best = k
+      bestD = d
+    }
+  }
+  return bestD <= Math.max(2, Math.floor(key.length / 4)) ? best : undefined
+}
+
+export const join = (path: string, key: string | number) =>
+  typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`
+
+const describe = (n: TNode): string =>
+  n.kind === 'map'
+    ? 'a map'
+    : n.kind === 'seq'
+      ? 'a list'
+      : n.value === null
+        ? 'empty'
+        : `${typeof n.value} ${JSON.stringify(n.value)}`
+
+interface IntRule {
+  def?: number
+  min?: number
+  max?: number
+  what?: string
+}
+
+/** Collects problems and reads typed values, falling back to defaults where a value is bad. */
+export class Checker {
+  readonly errors: Problem[] = []
+  readonly warnings: Problem[] = []
+
+  error(path: string, pos: Pos, message: string): void {
+    this.errors.push({ path, line: pos.line, column: pos.column, message })
+  }
+
+  warn(path: string, pos: Pos, message: string): void {
+    this.warnings.push({ path, line: pos.line, column: pos.column, message })
+  }
+
+  /** The value of a key, or undefined when absent or null. */
+  entry(map: MapNode | undefined, key: string): TNode | undefined {
+    const v = map?.entries.get(key)?.value
+    return v && !(v.kind === 'scalar' && v.value === null) ? v : undefined
+  }
+
+  has(map: MapNode | undefined, key: string): boolean {
+    return this.entry(map, key) !== undefined
+  }
+
+  /** Warns about keys that are not in `known`, with a suggestion when one is close. */
+  known(map: MapNode | undefined, path: string, known: readonly string[]): void {
+    if (!map) return
+    for (const [key, { keyPos }] of map.entries) {
+      if (known.includes(key)) continue
+      const close = suggest(key, known)
+      this.warn(
+        join(path, key),
+        keyPos,
+        `unknown key "${key}"${close ? `; did you mean "${close}"?` : ''} (it is ignored)`,
+      )
+    }
+  }
+
+  asMap(node: TNode | undefined, path: string): MapNode | undefined {
+    if (node === undefined) return undefined
+    if (node.kind === 'map') return node
+    this.error(path, node.pos, `must be a map of settings, not ${describe(node)}`)
+    return undefined
+  }
+
+  map(parent: MapNode | undefined, path: string, key: string): MapNode | undefined {
+    return this.asMap(this.entry(parent, key), join(path, key))
+  }
+
+  /** Marks a required key missing, at its parent's position. */
+  missing(
+    parent: MapNode | undefined,
+    parentPos: Pos,
+    path: string,
+    key: string,
+    what: string,
+  ): void {
+    this.error(join(path, key), parent?.pos ?? parentPos, `${key} is required: ${what}`)
+  }
+
+  list(parent: MapNode | undefined, path: string, key: string): TNode[] | undefined {
+    const node = this.entry(parent, key)
+    if (node === undefined) return undefined
+    if (node.kind === 'seq') return node.items
+    this.error(join(path, key), node.pos, `must be a list, not ${describe(node)}`)
+    return undefined
+  }
+
+  str(parent: MapNode | undefined, path: string, key: string): string | undefined {
+    const node = this.entry(parent, key)
+    if (node === undefined) return undefined
+    if (node.kind === 'scalar' && typeof node.value === 'string') return node.value
+    if (
+      node.kind === 'scalar' &&
+      (typeof node.value === 'number' || typeof node.value === 'boolean')
+    ) {
+      this.error(join(path, key), node.pos, `must be a string, not ${describe(node)} (quote it)`)
+    } else this.error(join(path, key), node.pos, `must be a string, not ${describe(node)}`)
+    return undefined
+  }
+
+  strList(parent: MapNode | undefined, path: string, key: string): string[] | undefined {
+    const items = this.list(parent, path, key)
+    if (!items) return undefined
+    const out: string[] = []
+    items.forEach((item, i) => {
+      if (item.kind === 'scalar' && typeof item.value === 'string') out.push(item.value)
+      else this.error(join(join(path, key), i), item.pos, `must be a string, not ${describe(item)}`)
+    })
+    return out
+  }
+
+  bool(parent: MapNode | undefined, path: string, key: string, def: boolean): boolean {
+    const node = this.entry(parent, key)
+    if (node === undefined) return def
+    if (node.kind === 'scalar' && typeof node.value === 'boolean') return node.value
+    this.error(join(path, key), node.pos, `must be true or false, not ${describe(node)}`)
+    return def
+  }
+
+  int(
+    parent: MapNode | undefined,
+    path: string,
+    key: string,
+    rule: IntRule & { def: number },
+  ): number
+  int(parent: MapNode | undefined, path: string, key: string, rule: IntRule): number | undefined
+  int(parent: MapNode | undefined, path: string, key: string, rule: IntRule): number | undefined {
+    const node = this.entry(parent, key)
+    if (node === undefined) return rule.def
+    const p = join(path, key)
+    const range =
+      rule.min !== undefined && rule.max !== undefined
+        ? `an integer from ${rule.min} to ${rule.max}`
+        : rule.min !== undefined
+          ? `an integer of at least ${rule.min}`
+          : 'an integer'
+    if (node.kind !== 'scalar' || typeof node.value !== 'number' || !Number.isInteger(node.value)) {
+      this.error(
+        p,
+        node.pos,
+        `must be ${range}${rule.what ? ` (${rule.what})` : ''}, not ${describe(node)}`,
+      )
+      return rule.def
+    }
+    if (
+      (rule.min !== undefined && node.value < rule.min) ||
+      (rule.max !== undefined && node.value > rule.max)
+    ) {
+      this.error(
+        p,
+        node.pos,
+        `${node.value} is out of range: must be ${range}${rule.what ? ` (${rule.what})` : ''}`,
+      )
+      return rule.def
+    }
+    return node.value
+  }
+
+  num(
+    parent: MapNode | undefined,
+    path: string,
+    key: string,
+    rule: { def: number; min: number; max: number },
+  ): number {
+    const node = this.entry(parent, key)
+    if (node === undefined) return rule.def
+    const p = join(path, key)
+    if (node.kind !== 'scalar' || typeof node.value !== 'number') {
+      this.error(
+        p,
+        node.pos,
+        `must be a number from ${rule.min} to ${rule.max}, not ${describe(node)}`,
+      )
+      return rule.def
+    }
+    if (node.value < rule.min || node.value > rule.max) {
+      this.error(
+        p,
+        node.pos,
+        `${node.value} is out of range: must be from ${rule.min} to ${rule.max}`,
+      )
+      return rule.def
+    }
+    return node.value
+  }
+
+  /** A Go duration string; returns milliseconds. */
+  durationMs(
+    parent: MapNode | undefined,
+    path: string,
+    key: string,
+    rule: { def: number; min?: number; max?: number },
+  ): number {
+    const node = this.entry(parent, key)
+    if (node === undefined) return rule.def
+    const p = join(path, key)
+    const ms =
+      node.kind === 'scalar' && typeof node.value === 'string'
+        ? parseDuration(node.value)
+        : undefined
+    if (ms === undefined) {
+      const hint =
+        node.kind === 'scalar' && typeof node.value === 'number'
+          ? ' (a number needs a unit, such as 10s)'
+          : ''
+      this.error(
+        p,
+        node.pos,
+        `must be a duration such as 300ms, 10s, 1m or 1h30m, not ${describe(node)}${hint}; units are ns, us, ms, s, m, h`,
+      )
+      return rule.def
+    }
+    const tooSmall = rule.min === undefined ? ms <= 0 : ms < rule.min
+    if (tooSmall || (rule.max !== undefined && ms > rule.max)) {
+      const low = rule.min === undefined ? 'more than 0' : formatDuration(rule.min)
+      const bounds =
+        rule.max !== undefined
+          ? `from ${low} to ${formatDuration(rule.max)}`
+          : rule.min === undefined
+            ? low
+            : `at least ${low}`
+      this.error(
+        p,
+        node.pos,
+        `${(node as { value: string }).value} is out of range: must be ${bounds}`,
+      )
+      return rule.def
+    }
+    return ms
+  }
+}

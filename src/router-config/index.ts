@@ -1,0 +1,158 @@
+import { Checker, type Checker as CheckerType, type MapNode, type Problem } from './checker.js'
+import { plain } from './plain.js'
+import { checkCtrl, checkIdentity, checkVersion } from './sections/core.js'
+import { checkLink } from './sections/link.js'
+import { checkDialers, checkListeners } from './sections/listeners.js'
+import {
+  checkCsr,
+  checkEdge,
+  checkForwarder,
+  checkHealthChecks,
+  checkMetrics,
+  checkProfile,
+  checkTrace,
+  checkWeb,
+} from './sections/other.js'
+import { parseTree } from './tree.js'
+import type { RouterConfig } from './types.js'
+
+export type { Problem } from './checker.js'
+export type { RouterConfig } from './types.js'
+
+export interface CheckResult {
+  /** The effective configuration with defaults; undefined when the file is not a YAML map. */
+  config: RouterConfig | undefined
+  errors: Problem[]
+  warnings: Problem[]
+}
+
+export interface CheckOptions {
+  /** Also verify that identity files exist and hold the PEM they should (off by default). */
+  checkFiles?: boolean
+}
+
+const SECTIONS = [
+  'v',
+  'identity',
+  'ctrl',
+  'dialers',
+  'edge',
+  'forwarder',
+  'healthChecks',
+  'link',
+  'listeners',
+  'metrics',
+  'trace',
+  'transport',
+  'profile',
+  'web',
+]
+// Read by the reference router although the specification does not describe them.
+const ALSO_READ = [
+  'csr',
+  'enableDebugOps',
+  'plugins',
+  'proxy',
+  'tls',
+  'connectEvents',
+  'interfaceDiscovery',
+]
+
+const START_RULES: [string, string][] = [
+  ['dialers', 'without dialers the router cannot connect to terminate services'],
+  [
+    'edge',
+    'without edge the router runs in fabric-only mode: no edge functionality, no SDK connectivity',
+  ],
+  ['link', 'without link the router neither dials nor accepts other routers (no mesh)'],
+  ['listeners', 'without listeners the router accepts no external on-ramp connections'],
+]
+
+function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConfig {
+  c.known(root, '', [...SECTIONS, ...ALSO_READ])
+  checkVersion(c, root)
+  const checkFiles = options.checkFiles ?? false
+  const identityMap = c.map(root, '', 'identity')
+  if (!c.has(root, 'identity'))
+    c.error(
+      'identity',
+      root.pos,
+      'identity is required: the certificates and key of the router (cert, key, server_cert, ca)',
+    )
+  const ctrlMap = c.map(root, '', 'ctrl')
+  if (!c.has(root, 'ctrl'))
+    c.error(
+      'ctrl',
+      root.pos,
+      'ctrl is required: how the router reaches the controller (ctrl.endpoint)',
+    )
+  const edgeMap = c.map(root, '', 'edge')
+  const config: RouterConfig = {
+    v: 3,
+    identity: identityMap ? checkIdentity(c, identityMap, 'identity', checkFiles, true) : {},
+    ctrl: ctrlMap ? checkCtrl(c, ctrlMap) : { defaultRequestTimeout: '5s' },
+    forwarder: checkForwarder(c, c.map(root, '', 'forwarder')),
+    healthChecks: checkHealthChecks(c, c.map(root, '', 'healthChecks')),
+    metrics: checkMetrics(c, c.map(root, '', 'metrics')),
+    profile: checkProfile(c, c.map(root, '', 'profile')),
+  }
+  const dialers = checkDialers(c, root)
+  if (dialers) config.dialers = dialers
+  if (edgeMap) config.edge = checkEdge(c, edgeMap)
+  const link = c.map(root, '', 'link')
+  if (link) config.link = checkLink(c, link)
+  const listeners = checkListeners(c, root, edgeMap !== undefined)
+  if (listeners) config.listeners = listeners
+  const trace = c.map(root, '', 'trace')
+  if (trace) config.trace = checkTrace(c, trace)
+  const transport = c.map(root, '', 'transport')
+  if (transport) config.transport = plain(transport) as Record<string, unknown>
+  const web = checkWeb(c, root, checkFiles)
+  if (web) config.web = web
+  const rootCsr = c.map(root, '', 'csr')
+  if (rootCsr) checkCsr(c, rootCsr, 'csr')
+
+  for (const [section, why] of START_RULES) {
+    if (!c.has(root, section)) c.warn(section, root.pos, `${section} is not set: ${why}`)
+  }
+  if (!c.has(edgeMap, 'csr') && !rootCsr) {
+    c.warn(
+      'edge.csr',
+      edgeMap?.pos ?? root.pos,
+      'edge.csr is not set: the router can neither enroll nor renew its enrollment',
+    )
+  }
+  return config
+}
+
+const byPlace = (a: Problem, b: Problem) => a.line - b.line || a.column - b.column
+
+/**
+ * Loads and checks the text of a router configuration file, with `env` for `${NAME}` substitution.
+ * Never throws: every problem comes back located, and all of them in one pass.
+ */
+export function checkRouterConfig(
+  text: string,
+  env: Record<string, string | undefined>,
+  options: CheckOptions = {},
+): CheckResult {
+  const c = new Checker()
+  let config: RouterConfig | undefined
+  try {
+    const parsed = parseTree(text, env)
+    for (const p of parsed.errors) c.error(p.path, p.pos, p.message)
+    for (const p of parsed.warnings) c.warn(p.path, p.pos, p.message)
+    const root = parsed.root
+    if (root && root.kind !== 'map') {
+      const what = root.kind === 'seq' ? 'a list' : root.value === null ? 'empty' : 'a single value'
+      c.error(
+        '',
+        root.pos,
+        `the file must be a YAML map of sections (v, ctrl, identity, ...), not ${what}`,
+      )
+    } else if (root) config = check(c, root, options)
+  } catch (err) {
+    c.error('', { line: 1, column: 1 }, `internal error while checking: ${(err as Error).message}`)
+  }
+  return { config, errors: c.errors.sort(byPlace), warnings: c.warnings.sort(byPlace) }
+}

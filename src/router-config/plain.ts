@@ -1,0 +1,10 @@
+import type { TNode } from './tree.js'
+
+/** A node as plain data (for open maps such as options and transport). */
+export function plain(node: TNode): unknown {
+  if (node.kind === 'scalar') return node.value
+  if (node.kind === 'seq') return node.items.map(plain)
+  const out: Record<string, unknown> = {}
+  for (const [key, { value }] of node.entries) out[key] = plain(value)
+  return out
+}

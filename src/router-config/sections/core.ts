@@ -1,0 +1,188 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { formatDuration } from '../../duration.js'
+import { type Checker, join, type MapNode } from '../checker.js'
+import { plain } from '../plain.js'
+import type { CtrlConfig, IdentityConfig } from '../types.js'
+import { addressProblem, identityLocation } from '../values.js'
+
+const ROOT = { line: 1, column: 1 }
+
+export function checkVersion(c: Checker, root: MapNode): void {
+  const v = root.entries.get('v')?.value
+  if (!v || (v.kind === 'scalar' && v.value === null)) {
+    c.error(
+      'v',
+      root.pos,
+      'v is required: add "v: 3" (the only supported version of the file format)',
+    )
+  } else if (v.kind === 'scalar' && typeof v.value === 'string') {
+    c.error('v', v.pos, `v must be the integer 3, not the string "${v.value}" (remove the quotes)`)
+  } else if (v.kind !== 'scalar' || typeof v.value !== 'number' || !Number.isInteger(v.value)) {
+    c.error('v', v.pos, 'v must be the integer 3')
+  } else if (v.value !== 3) {
+    c.error('v', v.pos, `version ${v.value} is not supported: only v: 3 is`)
+  }
+}
+
+const IDENTITY_KEYS = ['cert', 'server_cert', 'key', 'server_key', 'ca', 'alt_server_certs']
+
+function identityValue(
+  c: Checker,
+  map: MapNode,
+  path: string,
+  key: string,
+  checkFiles: boolean,
+): string | undefined {
+  const value = c.str(map, path, key)
+  if (value === undefined) return undefined
+  const isKey = key === 'key' || key === 'server_key'
+  const loc = identityLocation(value, isKey)
+  const node = map.entries.get(key)?.value ?? map
+  if (typeof loc === 'string') {
+    c.error(join(path, key), node.pos, loc)
+    return value
+  }
+  if (checkFiles && loc.kind === 'file') {
+    const label = isKey ? 'PRIVATE KEY' : 'CERTIFICATE'
+    if (!existsSync(loc.path)) c.error(join(path, key), node.pos, `file ${loc.path} does not exist`)
+    else {
+      let text = ''
+      try {
+        text = readFileSync(loc.path, 'utf8')
+      } catch (err) {
+        c.error(
+          join(path, key),
+          node.pos,
+          `file ${loc.path} cannot be read: ${(err as Error).message}`,
+        )
+      }
+      if (text && !new RegExp(`-----BEGIN [A-Z ]*${label}-----`).test(text)) {
+        c.error(join(path, key), node.pos, `file ${loc.path} holds no ${label} PEM block`)
+      }
+    }
+  }
+  return value
+}
+
+/** The identity section: certificate, key and CA locations. */
+export function checkIdentity(
+  c: Checker,
+  map: MapNode,
+  path: string,
+  checkFiles: boolean,
+  required: boolean,
+): IdentityConfig {
+  c.known(map, path, IDENTITY_KEYS)
+  const out: IdentityConfig = {}
+  for (const key of ['cert', 'server_cert', 'key', 'server_key', 'ca'] as const) {
+    const value = identityValue(c, map, path, key, checkFiles)
+    if (value !== undefined) out[key] = value
+  }
+  if (required) {
+    if (!c.has(map, 'cert'))
+      c.missing(
+        map,
+        ROOT,
+        path,
+        'cert',
+        'the client certificate of the router (its id is the certificate CN)',
+      )
+    if (!c.has(map, 'key')) c.missing(map, ROOT, path, 'key', 'the private key of cert')
+  }
+  const alts = c.list(map, path, 'alt_server_certs')
+  if (alts) {
+    out.alt_server_certs = []
+    alts.forEach((node, i) => {
+      const p = join(join(path, 'alt_server_certs'), i)
+      const alt = c.asMap(node, p)
+      if (!alt) return
+      c.known(alt, p, ['server_cert', 'server_key'])
+      const cert = identityValue(c, alt, p, 'server_cert', checkFiles)
+      if (cert === undefined)
+        c.missing(alt, ROOT, p, 'server_cert', 'each alternate server certificate needs its chain')
+      const key = identityValue(c, alt, p, 'server_key', checkFiles)
+      out.alt_server_certs?.push({ server_cert: cert ?? '', ...(key ? { server_key: key } : {}) })
+    })
+  }
+  return out
+}
+
+const CTRL_KEYS = [
+  'endpoint',
+  'endpoints',
+  'bind',
+  'defaultRequestTimeout',
+  'heartbeats',
+  'options',
+  'startupTimeout',
+  'endpointsFile',
+  'rateLimiter',
+  'listeners',
+]
+
+function address(c: Checker, map: MapNode, path: string, key: string): string | undefined {
+  const value = c.str(map, path, key)
+  const problem = value === undefined ? undefined : addressProblem(value)
+  if (problem) c.error(join(path, key), (map.entries.get(key)?.value ?? map).pos, problem)
+  return value
+}
+
+/** The ctrl section: how the router reaches the controller. */
+export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
+  const path = 'ctrl'
+  c.known(map, path, CTRL_KEYS)
+  const out: CtrlConfig = {
+    defaultRequestTimeout: formatDuration(
+      c.durationMs(map, path, 'defaultRequestTimeout', { def: 5000 }),
+    ),
+  }
+  const endpoint = address(c, map, path, 'endpoint')
+  if (endpoint !== undefined) out.endpoint = endpoint
+  const endpoints = c.strList(map, path, 'endpoints')
+  if (endpoints) {
+    endpoints.forEach((e, i) => {
+      const problem = addressProblem(e)
+      const node = (
+        map.entries.get('endpoints')?.value as {
+          items?: { pos: { line: number; column: number } }[]
+        }
+      ).items?.[i]
+      if (problem) c.error(join(join(path, 'endpoints'), i), node?.pos ?? map.pos, problem)
+    })
+    out.endpoints = endpoints
+  }
+  if (c.has(map, 'endpoint') && c.has(map, 'endpoints')) {
+    c.warn(
+      join(path, 'endpoints'),
+      (map.entries.get('endpoints')?.value ?? map).pos,
+      'endpoints is ignored because endpoint is set',
+    )
+  }
+  if (!c.has(map, 'endpoint') && !c.has(map, 'endpoints')) {
+    c.error(
+      join(path, 'endpoint'),
+      map.pos,
+      'ctrl needs endpoint (or endpoints): the controller address, such as tls:ctrl.example.com:6262',
+    )
+  }
+  const bind = c.str(map, path, 'bind')
+  if (bind !== undefined) out.bind = bind
+  const options = c.map(map, path, 'options')
+  if (options) out.options = plain(options) as Record<string, unknown>
+  const heartbeats = c.map(map, path, 'heartbeats')
+  if (heartbeats) {
+    out.heartbeats = plain(heartbeats) as Record<string, unknown>
+    for (const key of [
+      'sendInterval',
+      'checkInterval',
+      'closeUnresponsiveTimeout',
+      'unresponsiveAfter',
+    ]) {
+      if (c.has(heartbeats, key))
+        c.durationMs(heartbeats, join(path, 'heartbeats'), key, { def: 0 })
+    }
+  }
+  if (c.has(map, 'startupTimeout'))
+    c.durationMs(map, path, 'startupTimeout', { def: 30_000, min: 0 })
+  return out
+}

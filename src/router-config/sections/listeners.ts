@@ -1,0 +1,179 @@
+import { type Checker, join, type MapNode } from '../checker.js'
+import { plain } from '../plain.js'
+import type { ListenerConfig } from '../types.js'
+import {
+  addressProblem,
+  advertiseProblem,
+  cidrProblem,
+  resolverProblem,
+  serviceProblem,
+} from '../values.js'
+
+const BINDINGS = [
+  'edge',
+  'tunnel',
+  'transport',
+  'transport_udp',
+  'proxy',
+  'proxy_udp',
+  'edge_transport',
+]
+const MODES = ['host', 'tproxy', 'proxy']
+const DIALER_BINDINGS = ['proxy', 'proxy_udp', 'transport', 'transport_udp']
+
+function at(map: MapNode, key: string) {
+  return (map.entries.get(key)?.value ?? map).pos
+}
+
+function tunnel(
+  c: Checker,
+  options: MapNode | undefined,
+  p: string,
+  fallback: MapNode,
+): Record<string, unknown> {
+  const op = join(p, 'options')
+  const mode = c.str(options, op, 'mode') ?? 'host'
+  if (options && c.has(options, 'mode') && !MODES.includes(mode)) {
+    c.error(
+      join(op, 'mode'),
+      at(options, 'mode'),
+      `mode "${mode}" is not one of host, tproxy, proxy`,
+    )
+  }
+  const only = (key: string, wanted: string, check: (v: string) => string | undefined) => {
+    if (!options || !c.has(options, key)) return
+    if (mode !== wanted) {
+      c.error(
+        join(op, key),
+        at(options, key),
+        `${key} is used only with mode ${wanted} (this listener is mode ${mode})`,
+      )
+      return
+    }
+    if (key === 'services') {
+      c.strList(options, op, key)?.forEach((s, i) => {
+        const problem = check(s)
+        const items = (
+          options.entries.get(key)?.value as { items: { pos: { line: number; column: number } }[] }
+        ).items
+        if (problem) c.error(join(join(op, key), i), items[i]?.pos ?? options.pos, problem)
+      })
+      return
+    }
+    const value = c.str(options, op, key)
+    const problem = value === undefined ? undefined : check(value)
+    if (problem) c.error(join(op, key), at(options, key), problem)
+  }
+  only('resolver', 'tproxy', resolverProblem)
+  only('dnsSvcIpRange', 'tproxy', cidrProblem)
+  only('services', 'proxy', serviceProblem)
+  if (mode === 'proxy' && !c.has(options, 'services')) {
+    c.warn(
+      join(op, 'services'),
+      (options ?? fallback).pos,
+      'a proxy-mode tunnel without services forwards nothing',
+    )
+  }
+  return { ...(options ? (plain(options) as Record<string, unknown>) : {}), mode }
+}
+
+/** The listeners section: what outside clients connect to. */
+export function checkListeners(
+  c: Checker,
+  root: MapNode,
+  hasEdge: boolean,
+): ListenerConfig[] | undefined {
+  const items = c.list(root, '', 'listeners')
+  if (!items) return undefined
+  return items.flatMap((node, i) => {
+    const p = join('listeners', i)
+    const l = c.asMap(node, p)
+    if (!l) return []
+    c.known(l, p, ['binding', 'address', 'bind', 'advertise', 'options', 'service'])
+    const binding = c.str(l, p, 'binding')
+    if (!c.has(l, 'binding'))
+      c.error(join(p, 'binding'), l.pos, `binding is required: one of ${BINDINGS.join(', ')}`)
+    else if (binding !== undefined && !BINDINGS.includes(binding)) {
+      c.error(
+        join(p, 'binding'),
+        at(l, 'binding'),
+        `binding "${binding}" is not one of ${BINDINGS.join(', ')}`,
+      )
+    }
+    if (binding === 'edge' && !hasEdge) {
+      c.error(
+        join(p, 'binding'),
+        at(l, 'binding'),
+        'an edge listener needs the edge section, which this file does not have',
+      )
+    }
+    const options = c.map(l, p, 'options')
+    const out: ListenerConfig = { binding: binding ?? '' }
+    if (binding === 'tunnel') {
+      out.options = tunnel(c, options, p, l)
+      return [out]
+    }
+    const addressKey = c.has(l, 'address') ? 'address' : 'bind'
+    const address = c.str(l, p, addressKey)
+    if (address === undefined && !c.has(l, addressKey)) {
+      c.error(
+        join(p, 'address'),
+        l.pos,
+        'address is required: where to listen, such as tls:0.0.0.0:3022',
+      )
+    } else if (address !== undefined) {
+      const problem = addressProblem(address)
+      if (problem) c.error(join(p, addressKey), at(l, addressKey), problem)
+      out.address = address
+    }
+    const [adPath, adMap] = c.has(l, 'advertise') ? [p, l] : [join(p, 'options'), options]
+    const advertise = c.str(adMap, adPath, 'advertise')
+    if (!c.has(adMap, 'advertise')) {
+      c.error(
+        join(p, 'options.advertise'),
+        (options ?? l).pos,
+        'advertise is required (in options or beside address): the host:port clients use, such as router1.example.com:3022',
+      )
+    } else if (advertise !== undefined && adMap) {
+      const problem = advertiseProblem(advertise)
+      if (problem) c.error(join(adPath, 'advertise'), at(adMap, 'advertise'), problem)
+      out.advertise = advertise
+    }
+    if (options) out.options = plain(options) as Record<string, unknown>
+    return [out]
+  })
+}
+
+/** The dialers section: how the router terminates services. */
+export function checkDialers(c: Checker, root: MapNode) {
+  const items = c.list(root, '', 'dialers')
+  if (!items) return undefined
+  return items.flatMap((node, i) => {
+    const p = join('dialers', i)
+    const d = c.asMap(node, p)
+    if (!d) return []
+    c.known(d, p, ['binding', 'options'])
+    const binding = c.str(d, p, 'binding')
+    if (!c.has(d, 'binding'))
+      c.error(
+        join(p, 'binding'),
+        d.pos,
+        `binding is required: one of ${DIALER_BINDINGS.join(', ')}`,
+      )
+    else if (binding !== undefined && !DIALER_BINDINGS.includes(binding)) {
+      c.warn(
+        join(p, 'binding'),
+        at(d, 'binding'),
+        `binding "${binding}" matches no dialer (${DIALER_BINDINGS.join(', ')}); it will never be used`,
+      )
+    }
+    const options = c.map(d, p, 'options')
+    if (options) c.int(options, join(p, 'options'), 'mtu', { min: 0 })
+    return [
+      {
+        binding: binding ?? '',
+        ...(options ? { options: plain(options) as Record<string, unknown> } : {}),
+      },
+    ]
+  })
+}

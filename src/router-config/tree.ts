@@ -1,0 +1,205 @@
+import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml'
+
+/** Where something is in the file: 1-based line and column. */
+export interface Pos {
+  line: number
+  column: number
+}
+
+/** A YAML value with its position: what the checker walks. */
+export type TNode =
+  | { kind: 'map'; pos: Pos; entries: Map<string, { keyPos: Pos; value: TNode }> }
+  | { kind: 'seq'; pos: Pos; items: TNode[] }
+  | { kind: 'scalar'; pos: Pos; value: string | number | boolean | null; quoted: boolean }
+
+export interface RawProblem {
+  path: string
+  pos: Pos
+  message: string
+}
+
+export interface ParsedTree {
+  root: TNode | undefined
+  errors: RawProblem[]
+  warnings: RawProblem[]
+}
+
+const SPECIAL = new Set([
+  '*',
+  '#',
+  '$',
+  '@',
+  '!',
+  '?',
+  '-',
+  '0',
+  '1',
+  '2',
+  '3',
+  '4',
+  '5',
+  '6',
+  '7',
+  '8',
+  '9',
+])
+const NAME_CHAR = /[A-Za-z0-9_]/
+
+/** Go's os.Getenv-style name scan after a `$` (see os.Expand): returns the name and chars consumed. */
+function shellName(s: string): [string, number] {
+  if (s[0] === '{') {
+    if (s.length > 2 && SPECIAL.has(s[1] as string) && s[2] === '}') return [s[1] as string, 3]
+    for (let i = 1; i < s.length; i++) {
+      if (s[i] === '}') return i === 1 ? ['', 2] : [s.slice(1, i), i + 1]
+    }
+    return ['', 1]
+  }
+  if (SPECIAL.has(s[0] as string)) return [s[0] as string, 1]
+  let i = 0
+  while (i < s.length && NAME_CHAR.test(s[i] as string)) i++
+  return [s.slice(0, i), i]
+}
+
+/**
+ * Expands `${NAME}` and `$NAME` exactly as the reference router does (Go's os.ExpandEnv): unset
+ * names become empty, and `unset` is called with each of them.
+ */
+export function expandEnv(
+  s: string,
+  env: Record<string, string | undefined>,
+  unset: (name: string) => void,
+): string {
+  if (!s.includes('$')) return s
+  let out = ''
+  let i = 0
+  for (let j = 0; j < s.length; j++) {
+    if (s[j] === '$' && j + 1 < s.length) {
+      out += s.slice(i, j)
+      const [name, w] = shellName(s.slice(j + 1))
+      if (name === '' && w === 0) out += '$'
+      else if (name !== '') {
+        const value = env[name]
+        if (value === undefined) unset(name)
+        out += value ?? ''
+      }
+      j += w
+      i = j + 1
+    }
+  }
+  return out + s.slice(i)
+}
+
+/** Turns YAML source text into a positioned tree: YAML 1.1 scalars, first document only. */
+export function parseTree(text: string, env: Record<string, string | undefined>): ParsedTree {
+  const errors: RawProblem[] = []
+  const warnings: RawProblem[] = []
+  const lines = new LineCounter()
+  const docs = parseAllDocuments(text, {
+    version: '1.1',
+    uniqueKeys: false,
+    lineCounter: lines,
+    prettyErrors: false,
+  })
+  const docList = Array.isArray(docs) ? docs : []
+  const at = (offset: number | undefined): Pos => {
+    const p = lines.linePos(offset ?? 0)
+    return { line: p.line, column: p.col }
+  }
+  const doc = docList[0]
+  if (!doc) {
+    errors.push({
+      path: '',
+      pos: { line: 1, column: 1 },
+      message: 'the file is empty: a router configuration needs at least v, ctrl and identity',
+    })
+    return { root: undefined, errors, warnings }
+  }
+  if (docList.length > 1) {
+    warnings.push({
+      path: '',
+      pos: at(docList[1]?.range[0]),
+      message: 'only the first YAML document is read; the others are ignored',
+    })
+  }
+  for (const e of doc.errors) {
+    errors.push({
+      path: '',
+      pos: at(e.pos[0]),
+      message: `YAML syntax: ${e.message.split('\n')[0]}`,
+    })
+  }
+  if (doc.errors.length > 0) return { root: undefined, errors, warnings }
+
+  const convert = (
+    node: Node | null | undefined,
+    path: string,
+    fallback: Pos,
+    depth: number,
+  ): TNode => {
+    const pos = node?.range ? at(node.range[0]) : fallback
+    if (depth > 64) {
+      errors.push({ path, pos, message: 'nesting deeper than 64 levels' })
+      return { kind: 'scalar', pos, value: null, quoted: false }
+    }
+    if (isAlias(node)) return convert(node.resolve(doc) as Node | undefined, path, pos, depth + 1)
+    if (isMap(node)) {
+      const entries = new Map<string, { keyPos: Pos; value: TNode }>()
+      for (const pair of node.items) {
+        const keyNode = pair.key as Node | null
+        const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode)
+        const keyPos = keyNode?.range ? at(keyNode.range[0]) : pos
+        const childPath = path === '' ? key : `${path}.${key}`
+        if (key === '<<') continue
+        const seen = entries.get(key)
+        if (seen) {
+          warnings.push({
+            path: childPath,
+            pos: keyPos,
+            message: `duplicate key "${key}" (lines ${seen.keyPos.line} and ${keyPos.line}); the last one wins`,
+          })
+        }
+        entries.set(key, {
+          keyPos,
+          value: convert(pair.value as Node | null, childPath, keyPos, depth + 1),
+        })
+      }
+      return { kind: 'map', pos, entries }
+    }
+    if (isSeq(node)) {
+      return {
+        kind: 'seq',
+        pos,
+        items: node.items.map((item, i) =>
+          convert(item as Node | null, `${path}[${i}]`, pos, depth + 1),
+        ),
+      }
+    }
+    if (isScalar(node)) {
+      let value = node.value
+      if (typeof value === 'bigint') value = Number(value)
+      if (value instanceof Date) value = node.source ?? value.toISOString()
+      if (typeof value === 'string') {
+        value = expandEnv(value, env, (name) =>
+          warnings.push({
+            path,
+            pos,
+            message: `environment variable ${name} is not set; it expands to an empty string`,
+          }),
+        )
+      }
+      const scalar =
+        typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+          ? value
+          : null
+      return {
+        kind: 'scalar',
+        pos,
+        value: scalar,
+        quoted: node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE',
+      }
+    }
+    return { kind: 'scalar', pos, value: null, quoted: false }
+  }
+  const root = convert(doc.contents as Node | null, '', { line: 1, column: 1 }, 0)
+  return { root, errors, warnings }
+}
