@@ -137,6 +137,12 @@ export class Checker {
     return undefined
   }
 
+  /** The position of item `i` of the list under `key` (the parent's position when there is none). */
+  itemPos(parent: MapNode, key: string, i: number): Pos {
+    const node = parent.entries.get(key)?.value
+    return (node?.kind === 'seq' ? node.items[i]?.pos : undefined) ?? node?.pos ?? parent.pos
+  }
+
   strList(parent: MapNode | undefined, path: string, key: string): string[] | undefined {
     const items = this.list(parent, path, key)
     if (!items) return undefined

@@ -142,12 +142,8 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
   if (endpoints) {
     endpoints.forEach((e, i) => {
       const problem = addressProblem(e)
-      const node = (
-        map.entries.get('endpoints')?.value as {
-          items?: { pos: { line: number; column: number } }[]
-        }
-      ).items?.[i]
-      if (problem) c.error(join(join(path, 'endpoints'), i), node?.pos ?? map.pos, problem)
+      if (problem)
+        c.error(join(join(path, 'endpoints'), i), c.itemPos(map, 'endpoints', i), problem)
     })
     out.endpoints = endpoints
   }

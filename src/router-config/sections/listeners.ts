@@ -53,10 +53,7 @@ function tunnel(
     if (key === 'services') {
       c.strList(options, op, key)?.forEach((s, i) => {
         const problem = check(s)
-        const items = (
-          options.entries.get(key)?.value as { items: { pos: { line: number; column: number } }[] }
-        ).items
-        if (problem) c.error(join(join(op, key), i), items[i]?.pos ?? options.pos, problem)
+        if (problem) c.error(join(join(op, key), i), c.itemPos(options, key, i), problem)
       })
       return
     }

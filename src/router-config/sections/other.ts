@@ -54,13 +54,8 @@ export function checkCsr(c: Checker, csr: MapNode, path: string): NonNullable<Ed
   c.known(sans, sp, ['dns', 'ip', 'uri', 'email'])
   for (const kind of ['dns', 'ip', 'uri', 'email'] as const) {
     const list = c.strList(sans, sp, kind) ?? []
-    const items = (
-      sans?.entries.get(kind)?.value as
-        | { items?: { pos: { line: number; column: number } }[] }
-        | undefined
-    )?.items
     list.forEach((v, i) => {
-      const pos = items?.[i]?.pos ?? csr.pos
+      const pos = sans ? c.itemPos(sans, kind, i) : csr.pos
       const p = join(join(sp, kind), i)
       if (kind === 'ip' && isIP(v) === 0) c.error(p, pos, `"${v}" is not an IP address`)
       if (kind === 'uri' && !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(v))
