@@ -43,6 +43,18 @@ export function identityDetail(identities: IdentityService, sessions: SessionSer
     },
     typeId: 'Default',
     roleAttributes: [],
+    authenticators: {},
+    enrollment: {},
+    envInfo: {},
+    sdkInfo: {},
+    hasEdgeRouterConnection: false,
+    edgeRouterConnectionStatus: 'offline',
+    isMfaEnabled: false,
+    serviceHostingPrecedences: {},
+    serviceHostingCosts: {},
+    defaultHostingCost: 0,
+    defaultHostingPrecedence: 'default',
+    permissions: [],
   })
 }
 

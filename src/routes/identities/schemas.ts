@@ -15,10 +15,17 @@ const NullableTags = Type.Unsafe<Record<string, unknown> | null>({
   ...TagsSchema,
   type: ['object', 'null'],
 })
-// OpenZiti's tools send these on create; they are accepted and have no effect here.
+// OpenZiti's tools send these (identityCreate/Update); they are accepted and have no effect here.
 const compat = {
   type: Type.Optional(Type.String({ maxLength: 64 })),
   roleAttributes: Type.Optional(Nullable(Type.Array(Type.String()))),
+  enrollment: Type.Optional(Type.Unsafe<unknown>({ type: ['object', 'null'] })),
+  appData: Type.Optional(Type.Unsafe<unknown>({ type: ['object', 'null'] })),
+  defaultHostingPrecedence: Type.Optional(Type.String({ maxLength: 32 })),
+  defaultHostingCost: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 65535 }))),
+  serviceHostingPrecedences: Type.Optional(Type.Unsafe<unknown>({ type: ['object', 'null'] })),
+  serviceHostingCosts: Type.Optional(Type.Unsafe<unknown>({ type: ['object', 'null'] })),
+  permissions: Type.Optional(Nullable(Type.Array(Type.String()))),
 }
 
 export const IdentityBodySchema = Type.Object(
@@ -80,6 +87,19 @@ export const IdentityDetailSchema = Type.Object({
   }),
   typeId: Type.String(),
   roleAttributes: Type.Array(Type.String()),
+  // Features this service does not have, reported as absent so that edge API clients work.
+  authenticators: Type.Object({}),
+  enrollment: Type.Object({}),
+  envInfo: Type.Object({}),
+  sdkInfo: Type.Object({}),
+  hasEdgeRouterConnection: Type.Boolean(),
+  edgeRouterConnectionStatus: Type.String(),
+  isMfaEnabled: Type.Boolean(),
+  serviceHostingPrecedences: Type.Object({}),
+  serviceHostingCosts: Type.Object({}),
+  defaultHostingCost: Type.Integer(),
+  defaultHostingPrecedence: Type.String(),
+  permissions: Type.Array(Type.String()),
 })
 export type IdentityDetail = Static<typeof IdentityDetailSchema>
 

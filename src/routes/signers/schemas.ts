@@ -39,6 +39,13 @@ const optionalFields = {
   scopes: Type.Optional(NullableScopes),
   targetToken: Type.Optional(NullableTargetToken),
   tags: Type.Optional(NullableTags),
+  // JWT enrollment settings OpenZiti's tools may send; this service has no enrollment, so they are
+  // accepted (typed) and have no effect.
+  enrollToCertEnabled: Type.Optional(Nullable(Type.Boolean())),
+  enrollToTokenEnabled: Type.Optional(Nullable(Type.Boolean())),
+  enrollNameClaimsSelector: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  enrollAttributeClaimsSelector: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  enrollAuthPolicyId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
 }
 
 /** Body of create and PUT: name, enabled, issuer and audience are required. */
