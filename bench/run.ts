@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CONNECTIONS, DURATION_S, measure, report } from './common.js'
+import { benchLists100k } from './lists-100k.js'
 import { benchLogin } from './login.js'
 import { freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
@@ -79,6 +80,7 @@ async function main(): Promise<void> {
   )
   await benchLogin(base, call)
   await benchSecondary(base, call)
+  benchLists100k()
 
   await app.stop()
   await bare.stop()

@@ -4,6 +4,11 @@ import { AppError } from '../errors.js'
 export interface FieldSpec {
   column: string
   type: 'string' | 'boolean' | 'datetime'
+  /**
+   * Narrows `contains`/`icontains` through an index: a condition true (at least) for every row whose
+   * column contains the value, case-insensitively; undefined when the index cannot help.
+   */
+  search?: (value: string) => SqlFragment | undefined
 }
 export type FieldMap = Record<string, FieldSpec>
 
@@ -183,11 +188,21 @@ class Parser {
       this.next()
       if (spec.type !== 'string') throw invalid(`contains needs a string field`, t.text)
       const value = this.stringValue()
-      const sql =
-        word.kind === 'ident' && word.text.toLowerCase() === 'icontains'
-          ? `instr(lower(${col}), lower(?)) > 0`
-          : `instr(${col}, ?) > 0`
-      return { sql: negate ? `NOT (${col} IS NOT NULL AND ${sql})` : sql, params: [value] }
+      const insensitive = word.kind === 'ident' && word.text.toLowerCase() === 'icontains'
+      let match: SqlFragment = insensitive
+        ? { sql: `instr(lower(${col}), lower(?)) > 0`, params: [value] }
+        : { sql: `instr(${col}, ?) > 0`, params: [value] }
+      const narrowed = spec.search?.(value)
+      if (narrowed) {
+        // The index finds candidates case-insensitively; instr keeps contains case-sensitive.
+        match = {
+          sql: `(${narrowed.sql}) AND ${match.sql}`,
+          params: [...narrowed.params, ...match.params],
+        }
+      }
+      return negate
+        ? { sql: `NOT (${col} IS NOT NULL AND ${match.sql})`, params: match.params }
+        : match
     }
     if (this.isWord('in', word)) {
       this.next()

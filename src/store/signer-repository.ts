@@ -137,11 +137,26 @@ const COLUMNS: (keyof SignerRow)[] = [
 ]
 const UNIQUE_FIELDS = { 'signers.name': 'name', 'signers.issuer': 'issuer', 'signers.kid': 'kid' }
 
+/**
+ * Signers whose name or issuer contains a value, through the trigram index (FTS5 matches a quoted
+ * phrase of three characters or more as a case-insensitive substring; shorter values get no help).
+ */
+function searchBy(column: 'name' | 'issuer') {
+  return (value: string) =>
+    [...value].length < 3
+      ? undefined
+      : {
+          sql: `id IN (SELECT s.id FROM signer_search_fts JOIN signer_search s
+            ON s.rowid = signer_search_fts.rowid WHERE signer_search_fts MATCH ?)`,
+          params: [`${column} : "${value.replaceAll('"', '""')}"`],
+        }
+}
+
 export const SIGNER_LIST_SPEC: ListSpec = {
   filterable: {
     id: { column: 'id', type: 'string' },
-    name: { column: 'name', type: 'string' },
-    issuer: { column: 'issuer', type: 'string' },
+    name: { column: 'name', type: 'string', search: searchBy('name') },
+    issuer: { column: 'issuer', type: 'string', search: searchBy('issuer') },
     audience: { column: 'audience', type: 'string' },
     kid: { column: 'kid', type: 'string' },
     enabled: { column: 'enabled', type: 'boolean' },

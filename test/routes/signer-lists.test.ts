@@ -150,6 +150,44 @@ describe('signer lists', () => {
     expect(res.json().error).toMatchObject({ code, cause: { field } })
   })
 
+  it('keeps substring search in step with renames and deletes, for short values, quotes and case', async () => {
+    const { app, token, ids } = await seeded()
+    const patch = (id: string, payload: object) =>
+      app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${id}`,
+        headers: { 'zt-session': token },
+        payload,
+      })
+    await patch(ids.partner as string, { name: 'vendor "quoted" idp' })
+    expect(await names(app, token, q({ filter: 'name contains "partner"' }))).toEqual([])
+    expect(await names(app, token, q({ filter: 'name contains "\\"quoted\\""' }))).toEqual([
+      'vendor "quoted" idp',
+    ])
+    expect(await names(app, token, q({ filter: 'name contains "VENDOR"' }))).toEqual([])
+    expect(await names(app, token, q({ filter: 'name icontains "VENDOR"' }))).toEqual([
+      'vendor "quoted" idp',
+    ])
+    expect(await names(app, token, q({ filter: 'name contains "o"', sort: 'name' }))).toEqual([
+      'Corp-lab',
+      'corp-east',
+      'corp-west',
+      'vendor "quoted" idp',
+    ])
+    expect(
+      await names(app, token, q({ filter: 'name not contains "corp"', sort: 'name' })),
+    ).toEqual(['Corp-lab', 'vendor "quoted" idp'])
+    await app.inject({
+      method: 'DELETE',
+      url: `${BASE}/${ids['corp-east']}`,
+      headers: { 'zt-session': token },
+    })
+    expect(await names(app, token, q({ filter: 'name contains "east"' }))).toEqual([])
+    expect(await names(app, token, q({ filter: 'issuer contains "corp-west.example"' }))).toEqual([
+      'corp-west',
+    ])
+  })
+
   it('treats filter values as data, never as SQL', async () => {
     const { app, token } = await seeded()
     expect(await names(app, token, q({ filter: `name = "x\\" or 1=1 --"` }))).toEqual([])
