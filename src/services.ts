@@ -28,6 +28,7 @@ export interface ServiceOptions {
 export function createServices(o: ServiceOptions) {
   const { db, config, clock } = o
   const sessions = new SessionService({
+    db,
     sessions: new SessionRepository(db),
     identities: new IdentityRepository(db),
     clock,

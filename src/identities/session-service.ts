@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { AppError } from '../errors.js'
 import { newId } from '../ids.js'
+import { BatchWriter } from '../store/batch-writer.js'
+import type { Db } from '../store/db.js'
 import type { IdentityRecord, IdentityRepository } from '../store/identity-repository.js'
 import type { SessionRecord, SessionRepository } from '../store/session-repository.js'
 
@@ -11,6 +13,7 @@ export interface ResolvedSession {
 }
 
 export interface SessionServiceOptions {
+  db: Db
   sessions: SessionRepository
   identities: IdentityRepository
   clock: () => Date
@@ -26,14 +29,21 @@ export function hashToken(token: string): Buffer {
 
 /** API sessions: random bearer tokens, stored only as hashes, expiring after idle time. */
 export class SessionService {
-  constructor(private readonly options: SessionServiceOptions) {}
+  private readonly writer: BatchWriter<SessionRecord>
 
-  /** Opens a session for an identity; returns the record and the token (shown once). */
-  open(
+  constructor(private readonly options: SessionServiceOptions) {
+    this.writer = new BatchWriter(options.db, (session) => options.sessions.insert(session))
+  }
+
+  /**
+   * Opens a session for an identity; resolves, once it is stored, with the record and the token
+   * (shown once). Logins arriving together share one commit.
+   */
+  async open(
     identity: IdentityRecord,
     authenticatorId: string,
     ipAddress: string,
-  ): { session: SessionRecord; token: string } {
+  ): Promise<{ session: SessionRecord; token: string }> {
     const token = randomBytes(32).toString('base64url')
     const now = this.options.clock()
     const session: SessionRecord = {
@@ -47,7 +57,7 @@ export class SessionService {
       lastActivityAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + this.options.timeoutMs).toISOString(),
     }
-    this.options.sessions.insert(session)
+    await this.writer.add(session)
     return { session, token }
   }
 

@@ -140,7 +140,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
             }))
           : await passwordLogin(request.body)
       const secondary = await evaluateSecondary(auth, request, identity)
-      const { session, token } = sessions.open(identity, authenticatorId, request.ip)
+      const { session, token } = await sessions.open(identity, authenticatorId, request.ip)
       const seconds = sessions.expirationSeconds(session)
       sessionHeaders(reply, session, seconds)
       reply.header('zt-session', token)
