@@ -37,6 +37,14 @@ export const ListMetaSchema = Type.Object({
 
 export const EmptyMetaSchema = Type.Object({})
 
+/** The detail envelope (`{data, meta: {}}`) and list envelope (`{data: [], meta: {pagination}}`) of a resource. */
+export function envelopes<T extends TSchema>(detail: T) {
+  return {
+    detail: Type.Object({ data: detail, meta: EmptyMetaSchema }),
+    list: Type.Object({ data: Type.Array(detail), meta: ListMetaSchema }),
+  }
+}
+
 export const ErrorEnvelopeSchema = Type.Object(
   {
     error: Type.Object({

@@ -1,8 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
-  EmptyMetaSchema,
+  envelopes,
   LinksSchema,
-  ListMetaSchema,
   Nullable,
   TagsSchema,
   TimestampSchema,
@@ -104,12 +103,6 @@ export const AuthPolicyDetailSchema = Type.Object({
 })
 export type AuthPolicyDetail = Static<typeof AuthPolicyDetailSchema>
 
-export const AuthPolicyDetailEnvelopeSchema = Type.Object({
-  data: AuthPolicyDetailSchema,
-  meta: EmptyMetaSchema,
-})
-
-export const AuthPolicyListEnvelopeSchema = Type.Object({
-  data: Type.Array(AuthPolicyDetailSchema),
-  meta: ListMetaSchema,
-})
+const AuthPolicyEnvelopes = envelopes(AuthPolicyDetailSchema)
+export const AuthPolicyDetailEnvelopeSchema = AuthPolicyEnvelopes.detail
+export const AuthPolicyListEnvelopeSchema = AuthPolicyEnvelopes.list

@@ -1,8 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
-  EmptyMetaSchema,
+  envelopes,
   LinksSchema,
-  ListMetaSchema,
   Nullable,
   TagsSchema,
   TimestampSchema,
@@ -28,30 +27,25 @@ const compat = {
   permissions: Type.Optional(Nullable(Type.Array(Type.String()))),
 }
 
+const optionalFields = {
+  externalId: Type.Optional(Nullable(ExternalId)),
+  isAdmin: Type.Optional(Nullable(Type.Boolean())),
+  disabled: Type.Optional(Nullable(Type.Boolean())),
+  authPolicyId: Type.Optional(Nullable(PolicyId)),
+  tags: Type.Optional(NullableTags),
+  ...compat,
+}
+
+/** Body of create and PUT: name is required. */
 export const IdentityBodySchema = Type.Object(
-  {
-    name: Name,
-    externalId: Type.Optional(Nullable(ExternalId)),
-    isAdmin: Type.Optional(Nullable(Type.Boolean())),
-    disabled: Type.Optional(Nullable(Type.Boolean())),
-    authPolicyId: Type.Optional(Nullable(PolicyId)),
-    tags: Type.Optional(NullableTags),
-    ...compat,
-  },
+  { name: Name, ...optionalFields },
   { additionalProperties: false },
 )
 export type IdentityBody = Static<typeof IdentityBodySchema>
 
+/** Body of PATCH: every key optional. */
 export const IdentityPatchSchema = Type.Object(
-  {
-    name: Type.Optional(Nullable(Name)),
-    externalId: Type.Optional(Nullable(ExternalId)),
-    isAdmin: Type.Optional(Nullable(Type.Boolean())),
-    disabled: Type.Optional(Nullable(Type.Boolean())),
-    authPolicyId: Type.Optional(Nullable(PolicyId)),
-    tags: Type.Optional(NullableTags),
-    ...compat,
-  },
+  { name: Type.Optional(Nullable(Name)), ...optionalFields },
   { additionalProperties: false },
 )
 
@@ -103,12 +97,6 @@ export const IdentityDetailSchema = Type.Object({
 })
 export type IdentityDetail = Static<typeof IdentityDetailSchema>
 
-export const IdentityDetailEnvelopeSchema = Type.Object({
-  data: IdentityDetailSchema,
-  meta: EmptyMetaSchema,
-})
-
-export const IdentityListEnvelopeSchema = Type.Object({
-  data: Type.Array(IdentityDetailSchema),
-  meta: ListMetaSchema,
-})
+const IdentityEnvelopes = envelopes(IdentityDetailSchema)
+export const IdentityDetailEnvelopeSchema = IdentityEnvelopes.detail
+export const IdentityListEnvelopeSchema = IdentityEnvelopes.list

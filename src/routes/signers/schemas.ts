@@ -1,8 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
   EmptyMetaSchema,
+  envelopes,
   LinksSchema,
-  ListMetaSchema,
   Nullable,
   TagsSchema,
   TimestampSchema,
@@ -94,15 +94,9 @@ export const SignerDetailSchema = Type.Object({
 })
 export type SignerDetail = Static<typeof SignerDetailSchema>
 
-export const SignerDetailEnvelopeSchema = Type.Object({
-  data: SignerDetailSchema,
-  meta: EmptyMetaSchema,
-})
-
-export const SignerListEnvelopeSchema = Type.Object({
-  data: Type.Array(SignerDetailSchema),
-  meta: ListMetaSchema,
-})
+const SignerEnvelopes = envelopes(SignerDetailSchema)
+export const SignerDetailEnvelopeSchema = SignerEnvelopes.detail
+export const SignerListEnvelopeSchema = SignerEnvelopes.list
 
 /** What unauthenticated clients see of a signer: nothing but how to start a login. */
 export const ClientSignerSchema = Type.Object({
