@@ -1,11 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import {
-  envelopes,
-  LinksSchema,
-  Nullable,
-  TagsSchema,
-  TimestampSchema,
-} from '../common-schemas.js'
+import { envelopes, LinksSchema, Nullable, TagsSchema, TimestampSchema } from '../common-schemas.js'
 
 const SignerIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 })
 const Int = Type.Integer({ minimum: 0, maximum: 100_000 })

@@ -1,11 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import {
-  envelopes,
-  LinksSchema,
-  Nullable,
-  TagsSchema,
-  TimestampSchema,
-} from '../common-schemas.js'
+import { envelopes, LinksSchema, Nullable, TagsSchema, TimestampSchema } from '../common-schemas.js'
 
 const Name = Type.String({ minLength: 1, maxLength: 255 })
 const ExternalId = Type.String({ maxLength: 1024 })
