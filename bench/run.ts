@@ -45,7 +45,8 @@ async function main(): Promise<void> {
       enabled: true,
       issuer: `https://idp-${i}.example`,
       audience: 'ziti',
-      jwksEndpoint: `https://idp-${i}.example/jwks`,
+      // Loopback port 1: the background key fetch is refused locally, nothing leaves the machine.
+      jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
       externalAuthUrl: `https://idp-${i}.example/auth`,
     })
   }

@@ -97,7 +97,7 @@ describe('the built server', () => {
         enabled: true,
         issuer: 'https://kept',
         audience: 'a',
-        jwksEndpoint: 'https://kept/jwks',
+        jwksEndpoint: 'http://127.0.0.1:1/jwks',
         externalAuthUrl: 'https://kept/auth',
       }),
     })

@@ -30,12 +30,31 @@ export function testClock(start = '2026-11-22T08:00:00.000Z') {
   return clock
 }
 
+/** Names JWKS fetches tried to resolve; tests never resolve a name outside loopback. */
+export const refusedNames: string[] = []
+
+/**
+ * The resolver every test app gets unless a test injects its own: `localhost` only. Signers with
+ * example hostnames make the app fetch in the background; this keeps those fetches from sending
+ * a DNS query, or anything else, off the machine.
+ */
+export const loopbackOnlyResolver = async (hostname: string) => {
+  if (hostname === 'localhost') return [{ address: '127.0.0.1', family: 4 }]
+  refusedNames.push(hostname)
+  throw new Error(`tests resolve no names (${hostname})`)
+}
+
 /** The real app on a fresh in-memory database, closed when the test ends. */
 export async function buildTestApp(
   options: Partial<Omit<BuildAppOptions, 'config'>> & { config?: Partial<Config> } = {},
 ): Promise<FastifyInstance> {
   const { config, ...rest } = options
-  const app = await buildApp({ logger: false, ...rest, config: testConfig(config) })
+  const app = await buildApp({
+    logger: false,
+    resolver: loopbackOnlyResolver,
+    ...rest,
+    config: testConfig(config),
+  })
   onTestFinished(() => app.close())
   return app
 }

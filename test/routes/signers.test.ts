@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, login } from '../helpers/app.js'
+import { buildTestApp, login, refusedNames } from '../helpers/app.js'
 import { makeCert, privateKeyPem, type TestCert } from '../helpers/certs.js'
 
 const PATHS = ['/edge/management/v1/external-jwt-signers', '/edge/management/v1/ext-jwt-signers']
@@ -121,6 +121,12 @@ describe.each(PATHS)('signer management at %s', (base) => {
       commonName: '',
       fingerprint: null,
     })
+    // The app fetches the keys in the background; the test resolver refuses the name, so nothing
+    // leaves the machine.
+    for (let i = 0; i < 50 && !refusedNames.includes('login.corp.example'); i++) {
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(refusedNames).toContain('login.corp.example')
   })
 
   it('accepts EC and Ed25519 certificates', async () => {
