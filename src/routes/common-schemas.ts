@@ -15,6 +15,15 @@ export const TagsSchema = Type.Record(Type.String(), Type.Unknown(), {
 export const LinkSchema = Type.Object({ href: Type.String() })
 export const LinksSchema = Type.Object({ self: LinkSchema }, { additionalProperties: LinkSchema })
 
+/** The fields every edge API entity carries (its baseEntity). */
+export const baseEntityFields = {
+  id: Type.String(),
+  _links: LinksSchema,
+  createdAt: TimestampSchema,
+  updatedAt: TimestampSchema,
+  tags: TagsSchema,
+}
+
 export const IdParamsSchema = Type.Object({ id: IdSchema })
 
 export const ListQuerySchema = Type.Object({

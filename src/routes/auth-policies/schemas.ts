@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { envelopes, LinksSchema, Nullable, TagsSchema, TimestampSchema } from '../common-schemas.js'
+import { baseEntityFields, envelopes, Nullable, TagsSchema } from '../common-schemas.js'
 
 const SignerIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 })
 const Int = Type.Integer({ minimum: 0, maximum: 100_000 })
@@ -71,11 +71,7 @@ export const AuthPolicyPatchSchema = policyBody(true)
 export type AuthPolicyBody = Static<typeof AuthPolicyBodySchema>
 
 export const AuthPolicyDetailSchema = Type.Object({
-  id: Type.String(),
-  _links: LinksSchema,
-  createdAt: TimestampSchema,
-  updatedAt: TimestampSchema,
-  tags: TagsSchema,
+  ...baseEntityFields,
   name: Type.String(),
   primary: Type.Object({
     cert: Type.Object({ allowed: Type.Boolean(), allowExpiredCerts: Type.Boolean() }),

@@ -1,5 +1,11 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { envelopes, LinksSchema, Nullable, TagsSchema, TimestampSchema } from '../common-schemas.js'
+import {
+  baseEntityFields,
+  envelopes,
+  LinksSchema,
+  Nullable,
+  TagsSchema,
+} from '../common-schemas.js'
 
 const Name = Type.String({ minLength: 1, maxLength: 255 })
 const ExternalId = Type.String({ maxLength: 1024 })
@@ -49,11 +55,7 @@ export const PasswordBodySchema = Type.Object(
 )
 
 export const IdentityDetailSchema = Type.Object({
-  id: Type.String(),
-  _links: LinksSchema,
-  createdAt: TimestampSchema,
-  updatedAt: TimestampSchema,
-  tags: TagsSchema,
+  ...baseEntityFields,
   name: Type.String(),
   externalId: Nullable(Type.String()),
   isAdmin: Type.Boolean(),

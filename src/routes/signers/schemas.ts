@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import {
+  baseEntityFields,
   EmptyMetaSchema,
   envelopes,
   LinksSchema,
@@ -69,11 +70,7 @@ export const SignerPatchSchema = Type.Object(
 export type SignerPatchBody = Static<typeof SignerPatchSchema>
 
 export const SignerDetailSchema = Type.Object({
-  id: Type.String(),
-  _links: LinksSchema,
-  createdAt: TimestampSchema,
-  updatedAt: TimestampSchema,
-  tags: TagsSchema,
+  ...baseEntityFields,
   name: Type.String(),
   enabled: Type.Boolean(),
   issuer: Type.String(),
