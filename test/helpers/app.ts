@@ -73,3 +73,14 @@ export async function login(
   if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)
   return res.headers['zt-session'] as string
 }
+
+/** Calls routes of the app with a session token (and optional extra headers). */
+export function caller(app: FastifyInstance, token: string) {
+  return (method: string, url: string, payload?: unknown, headers: Record<string, string> = {}) =>
+    app.inject({
+      method: method as 'GET', // inject takes the method names as a union; tests pass them as text
+      url,
+      headers: { 'zt-session': token, ...headers },
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    })
+}

@@ -2,7 +2,7 @@ import { generateKeyPairSync, webcrypto } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { exportJWK } from 'jose'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, login, testClock } from '../helpers/app.js'
+import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt, signRs256Raw, unsignedJwt } from '../helpers/jwt.js'
 
@@ -41,13 +41,7 @@ async function setup(cert: TestCert = rsa, signerOver: Record<string, unknown> =
   const clock = testClock(NOW.toISOString())
   const app = await buildTestApp({ clock, logger: { level: 'info', stream }, config })
   const token = await login(app)
-  const call = (method: string, url: string, payload?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      headers: { 'zt-session': token },
-      ...(payload === undefined ? {} : { payload: payload as object }),
-    })
+  const call = caller(app, token)
   const signer = await call('POST', '/edge/management/v1/external-jwt-signers', {
     name: 'corp',
     enabled: true,

@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns'
 import { exportJWK, generateKeyPair } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, login, testClock } from '../helpers/app.js'
+import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { type JwksServer, startJwksServer } from '../helpers/jwks-server.js'
 import { signJwt } from '../helpers/jwt.js'
 
@@ -31,13 +31,7 @@ async function setup(
     ...(options.resolver ? { resolver: options.resolver } : {}),
   })
   const session = await login(app)
-  const call = (method: string, url: string, payload?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      headers: { 'zt-session': session },
-      ...(payload === undefined ? {} : { payload: payload as object }),
-    })
+  const call = caller(app, session)
   const signer = await call('POST', '/edge/management/v1/external-jwt-signers', {
     name: 'corp',
     enabled: true,

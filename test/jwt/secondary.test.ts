@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, login, testClock } from '../helpers/app.js'
+import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
 
@@ -24,18 +24,7 @@ async function setup(over: { verifiedCacheEntries?: number } = {}) {
   const clock = testClock(NOW)
   const app = await buildTestApp({ clock, ...over })
   const root = await login(app)
-  const call = (
-    method: string,
-    url: string,
-    payload?: unknown,
-    headers: Record<string, string> = {},
-  ) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      headers: { 'zt-session': root, ...headers },
-      ...(payload === undefined ? {} : { payload: payload as object }),
-    })
+  const call = caller(app, root)
   const signer = await call('POST', `${M}/external-jwt-signers`, {
     name: 'mfa',
     enabled: true,

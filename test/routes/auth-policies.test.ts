@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, login } from '../helpers/app.js'
+import { buildTestApp, caller, login } from '../helpers/app.js'
 
 const POLICIES = '/edge/management/v1/auth-policies'
 const SIGNERS = '/edge/management/v1/external-jwt-signers'
@@ -8,13 +8,7 @@ const IDENTITIES = '/edge/management/v1/identities'
 async function setup() {
   const app = await buildTestApp()
   const token = await login(app)
-  const call = (method: string, url: string, payload?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      headers: { 'zt-session': token },
-      ...(payload === undefined ? {} : { payload: payload as object }),
-    })
+  const call = caller(app, token)
   const signer = async (name: string) =>
     (
       await call('POST', SIGNERS, {

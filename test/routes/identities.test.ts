@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, login } from '../helpers/app.js'
+import { buildTestApp, caller, login } from '../helpers/app.js'
 
 const BASE = '/edge/management/v1/identities'
 
@@ -8,12 +8,7 @@ async function setup() {
   const app = await buildTestApp()
   const token = await login(app)
   const call = (method: string, url: string, payload?: unknown, session = token) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      headers: { 'zt-session': session },
-      ...(payload === undefined ? {} : { payload: payload as object }),
-    })
+    caller(app, session)(method, url, payload)
   return { app, token, call }
 }
 
