@@ -14,6 +14,8 @@ import type { IdentityRecord } from './store/identity-repository.js'
 import { IdentityRepository } from './store/identity-repository.js'
 import { SessionRepository } from './store/session-repository.js'
 
+const SESSION_PURGE_INTERVAL_MS = 60_000
+
 export interface ServiceOptions {
   db: Db
   config: Config
@@ -89,6 +91,13 @@ export function createServices(o: ServiceOptions) {
     cache.clear()
   })
 
+  // Expired sessions are refused when presented; this also clears the ones nobody presents again.
+  const purge = setInterval(() => {
+    const purged = sessions.purgeExpired()
+    if (purged > 0) o.log.info({ purged }, 'expired sessions removed')
+  }, SESSION_PURGE_INTERVAL_MS)
+  purge.unref()
+
   return {
     sessions,
     signers,
@@ -99,6 +108,7 @@ export function createServices(o: ServiceOptions) {
     allowsPrimary: (identity: IdentityRecord, method: 'updb') =>
       method === 'updb' && policyOf(identity)?.updbAllowed === true,
     close: async () => {
+      clearInterval(purge)
       keys.close()
       await fetcher.close()
     },

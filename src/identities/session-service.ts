@@ -91,6 +91,11 @@ export class SessionService {
     this.options.sessions.deleteForIdentity(identityId)
   }
 
+  /** Removes sessions past their expiry; returns how many. */
+  purgeExpired(): number {
+    return this.options.sessions.deleteExpired(this.options.clock().toISOString())
+  }
+
   hasSession(identityId: string): boolean {
     return this.options.sessions.countForIdentity(identityId) > 0
   }
