@@ -66,10 +66,6 @@ export class AppError extends Error {
   }
 }
 
-export function statusOf(code: ErrorCode): number {
-  return CODES[code][0]
-}
-
 export function messageOf(code: ErrorCode): string {
   return CODES[code][1]
 }

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { AppError } from '../errors.js'
 import { newId } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
 import type { Db } from '../store/db.js'
@@ -105,8 +104,4 @@ export class SessionService {
     const ms = Date.parse(session.expiresAt) - this.options.clock().getTime()
     return Math.max(0, Math.round(ms / 1000))
   }
-}
-
-export function unauthorized(reason = 'no valid session'): AppError {
-  return new AppError('UNAUTHORIZED', { cause: { field: 'zt-session', reason } })
 }

@@ -68,7 +68,6 @@ function policyBody(partial: boolean) {
 
 export const AuthPolicyBodySchema = policyBody(false)
 export const AuthPolicyPatchSchema = policyBody(true)
-export type AuthPolicyBody = Static<typeof AuthPolicyBodySchema>
 
 export const AuthPolicyDetailSchema = Type.Object({
   ...baseEntityFields,

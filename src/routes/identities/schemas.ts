@@ -41,7 +41,6 @@ export const IdentityBodySchema = Type.Object(
   { name: Name, ...optionalFields },
   { additionalProperties: false },
 )
-export type IdentityBody = Static<typeof IdentityBodySchema>
 
 /** Body of PATCH: every key optional. */
 export const IdentityPatchSchema = Type.Object(

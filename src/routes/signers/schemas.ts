@@ -54,7 +54,6 @@ export const SignerBodySchema = Type.Object(
   { name: Name, enabled: Type.Boolean(), issuer: Issuer, audience: Audience, ...optionalFields },
   { additionalProperties: false },
 )
-export type SignerBody = Static<typeof SignerBodySchema>
 
 /** Body of PATCH: every key optional; null clears a field or resets it to its default. */
 export const SignerPatchSchema = Type.Object(
@@ -67,7 +66,6 @@ export const SignerPatchSchema = Type.Object(
   },
   { additionalProperties: false },
 )
-export type SignerPatchBody = Static<typeof SignerPatchSchema>
 
 export const SignerDetailSchema = Type.Object({
   ...baseEntityFields,
