@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   )
   await benchLogin(base, call)
   await benchSecondary(base, call)
-  benchLists100k()
+  await benchLists100k()
 
   await app.stop()
   await bare.stop()

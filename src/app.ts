@@ -19,14 +19,15 @@ import {
 import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
 import { createServices } from './services.js'
-import { type Db, openDatabase } from './store/db.js'
+import { openStore } from './store/open-store.js'
+import type { Store } from './store/types.js'
 
 export interface BuildAppOptions {
   config: Config
   /** Pino options (merged with the redaction list) or false for silence. */
   logger?: false | (LoggerOptions & { stream?: DestinationStream })
-  /** An open database; when absent the app opens `config.dbPath` and closes it on close. */
-  db?: Db
+  /** An open store; when absent the app opens `config.dbPath` and closes it on close. */
+  store?: Store
   clock?: () => Date
   https?: { cert: Buffer; key: Buffer }
   /** JWKS fetch timeout (5 s unless a test needs it shorter). */
@@ -105,14 +106,30 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     },
   })
 
-  const db = options.db ?? openDatabase(config.dbPath, app.log)
-  if (!options.db) app.addHook('onClose', async () => db.close())
+  const admin = async (s: Store) => {
+    const generated = await bootstrapAdmin(s, clock, config.adminUser, config.adminPassword)
+    if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
+  }
+  let store: Store
+  if (options.store) {
+    store = options.store
+    await admin(store)
+  } else {
+    store = await openStore(
+      {
+        db: config.dbPath,
+        poolSize: config.dbPoolSize,
+        connectTimeoutMs: config.dbConnectTimeoutMs,
+        statementTimeoutMs: config.dbStatementTimeoutMs,
+      },
+      app.log,
+      admin,
+    )
+    app.addHook('onClose', () => store.close())
+  }
 
-  const generated = await bootstrapAdmin(db, clock, config.adminUser, config.adminPassword)
-  if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
-
-  const services = createServices({
-    db,
+  const services = await createServices({
+    store,
     config,
     clock,
     log: app.log,
@@ -124,7 +141,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { auth, signers, identities, policies } = services
 
   const m = MANAGEMENT_PREFIX
-  await app.register(healthRoutes, { db })
+  await app.register(healthRoutes, { ping: services.health })
   for (const path of ['external-jwt-signers', 'ext-jwt-signers']) {
     await app.register(signerRoutes, {
       prefix: `${m}/${path}`,
@@ -133,7 +150,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }
   await app.register(identityRoutes, {
     prefix: `${m}/identities`,
-    ...identityRoutesOptions(identities, auth),
+    ...identityRoutesOptions(identities, policies, auth),
   })
   await app.register(identityPasswordRoutes, { prefix: `${m}/identities`, identities, auth })
   await app.register(authPolicyRoutes, {
@@ -144,8 +161,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await app.register(sessionRoutes, {
       prefix,
       auth,
-      identities: identities.repository,
-      allowsPrimary: services.allowsPrimary,
+      passwords: {
+        credentials: (name: string) => identities.credentials(name),
+        allowsPrimary: (identity, method) => policies.allowsPrimary(identity, method),
+      },
       rateLimit: config.authRateLimit,
       clock,
     })

@@ -4,7 +4,12 @@ import { parseDuration } from './duration.js'
 export interface Config {
   host: string
   port: number
+  /** A SQLite file, `:memory:`, or a postgres:// URL. */
   dbPath: string
+  /** PostgreSQL: connections per instance, start-up retry time and statement timeout. */
+  dbPoolSize: number
+  dbConnectTimeoutMs: number
+  dbStatementTimeoutMs: number
   adminUser: string
   adminPassword: string | undefined
   sessionTimeoutMs: number
@@ -32,6 +37,9 @@ export const DEFAULT_CONFIG: Config = {
   host: '127.0.0.1',
   port: 1280,
   dbPath: 'data/controller.db',
+  dbPoolSize: 10,
+  dbConnectTimeoutMs: 30_000,
+  dbStatementTimeoutMs: 5_000,
   adminUser: 'admin',
   adminPassword: undefined,
   sessionTimeoutMs: 30 * 60_000,
@@ -115,6 +123,18 @@ export function loadConfig(env: Env): Config {
     host: read(env, 'CTRL_HOST') ?? DEFAULT_CONFIG.host,
     port: integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535),
     dbPath: read(env, 'CTRL_DB') ?? DEFAULT_CONFIG.dbPath,
+    dbPoolSize: integer(env, 'CTRL_DB_POOL', DEFAULT_CONFIG.dbPoolSize, 1, 1000),
+    dbConnectTimeoutMs: duration(
+      env,
+      'CTRL_DB_CONNECT_TIMEOUT',
+      DEFAULT_CONFIG.dbConnectTimeoutMs,
+      true,
+    ),
+    dbStatementTimeoutMs: duration(
+      env,
+      'CTRL_DB_STATEMENT_TIMEOUT',
+      DEFAULT_CONFIG.dbStatementTimeoutMs,
+    ),
     adminUser,
     adminPassword,
     sessionTimeoutMs: duration(env, 'CTRL_SESSION_TIMEOUT', DEFAULT_CONFIG.sessionTimeoutMs),

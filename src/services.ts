@@ -1,3 +1,4 @@
+import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
 import { IdentityService } from './identities/identity-service.js'
 import { SessionService } from './identities/session-service.js'
@@ -8,105 +9,131 @@ import { urlRefusal } from './jwt/ssrf-policy.js'
 import { VerifiedTokenCache } from './jwt/verified-cache.js'
 import { AuthPolicyService } from './policies/auth-policy-service.js'
 import { SignerService } from './signers/signer-service.js'
-import { type AuthPolicyRecord, AuthPolicyRepository } from './store/auth-policy-repository.js'
-import type { Db } from './store/db.js'
-import type { IdentityRecord } from './store/identity-repository.js'
-import { IdentityRepository } from './store/identity-repository.js'
-import { SessionRepository } from './store/session-repository.js'
+import type { SignerRecord, Store } from './store/types.js'
 
 const SESSION_PURGE_INTERVAL_MS = 60_000
 
 export interface ServiceOptions {
-  db: Db
+  store: Store
   config: Config
   clock: () => Date
-  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
+  log: {
+    info(obj: object, msg: string): void
+    warn(obj: object, msg: string): void
+    error(obj: object, msg: string): void
+  }
   jwksFetchTimeoutMs?: number | undefined
   resolver?: Resolver | undefined
   verifiedCacheEntries?: number | undefined
 }
 
-/** Every domain service, wired to the store and to each other's change events. */
-export function createServices(o: ServiceOptions) {
-  const { db, config, clock } = o
+/**
+ * The composition root: the store is opened once (by the caller) and handed to every service;
+ * every cache follows the one change bus, fed by local writes and by other instances.
+ */
+export async function createServices(o: ServiceOptions) {
+  const { store, config, clock } = o
+  const changes = new ChangeBus()
+  const fetchPolicy = { allowHttp: config.jwksAllowHttp, blockPrivate: config.jwksBlockPrivate }
+  const policies = new AuthPolicyService(store, changes, clock)
+  const identities = new IdentityService(store, changes, policies, clock)
+  const signers = new SignerService({
+    store,
+    changes,
+    clock,
+    jwksUrlCheck: (url) => urlRefusal(url, fetchPolicy),
+  })
   const sessions = new SessionService({
-    db,
-    sessions: new SessionRepository(db),
-    identities: new IdentityRepository(db),
+    store,
+    identity: (id) => identities.find(id),
     clock,
     timeoutMs: config.sessionTimeoutMs,
   })
-  const policyRepository = new AuthPolicyRepository(db)
-  const fetchPolicy = { allowHttp: config.jwksAllowHttp, blockPrivate: config.jwksBlockPrivate }
-  const signers = new SignerService({
-    db,
-    clock,
-    referenceCheck: (id) => policyRepository.signerReference(id),
-    jwksUrlCheck: (url) => urlRefusal(url, fetchPolicy),
-  })
-  const policies = new AuthPolicyService(db, signers.repository, clock)
-  const identities = new IdentityService(db, policyRepository, sessions, clock)
-
-  // Policies are read on every authenticated request; keep them in memory, dropped on change.
-  const policyCache = new Map<string, AuthPolicyRecord | undefined>()
-  const policy = (id: string) => {
-    if (!policyCache.has(id)) policyCache.set(id, policyRepository.get(id))
-    return policyCache.get(id)
-  }
-  const policyOf = (identity: IdentityRecord) => policy(identity.authPolicyId)
 
   const fetcher = new JwksFetcher({
     policy: fetchPolicy,
     timeoutMs: o.jwksFetchTimeoutMs ?? 5000,
     ...(o.resolver ? { resolver: o.resolver } : {}),
   })
+  const repo = store.repos.signers
   const keys = new SignerKeys({
     fetcher,
     clock,
     cooldownMs: config.jwksCooldownMs,
     maxAgeMs: config.jwksMaxAgeMs,
     log: o.log,
+    source: {
+      byId: (id) => repo.get(id),
+      byIssuer: (issuer) => repo.getByIssuer(issuer),
+      all: () => repo.all(),
+      stale: () => store.stale,
+    },
   })
-  keys.load(signers.repository.all())
+  keys.load(await repo.all())
   const cache = new VerifiedTokenCache(clock, o.verifiedCacheEntries)
   const verifier = new ExternalJwtVerifier(
     keys,
     {
-      byId: (id) => identities.repository.get(id),
-      byExternalId: (externalId) => identities.repository.getByExternalId(externalId),
-      policy,
+      byId: (id) => identities.find(id),
+      byExternalId: (externalId) => identities.findByExternalId(externalId),
+      policy: (id) => policies.cached(id),
+      stale: () => store.stale,
     },
     { clock, clockToleranceMs: config.jwtClockToleranceMs },
     cache,
   )
 
   // Every change reaches the caches before the next request is served.
-  signers.onChange((change) => {
-    keys.apply(change)
-    cache.dropSigner(change.signer.id)
+  changes.on((event) => {
+    if (event.entity === 'signer') {
+      cache.dropSigner(event.id)
+      const record = event.record as SignerRecord | undefined // signer events carry signers
+      if (event.remote || !record) void keys.reload(event.id)
+      else if (event.op === 'delete') keys.apply({ type: 'delete', signer: record })
+      else {
+        const previous = event.previous as SignerRecord | undefined
+        keys.apply({ type: 'upsert', signer: record, previous })
+      }
+    }
+    if (event.entity === 'identity') cache.dropIdentity(event.id)
+    if (event.entity === 'policy') cache.clear()
   })
-  identities.onChange((change) => cache.dropIdentity(change.identity.id))
-  policies.onChange(() => {
-    policyCache.clear()
-    cache.clear()
+  // Other instances' changes arrive on the same bus; when some may have been missed, nothing
+  // cached is trusted until every cache has been reread.
+  store.onFeed((event) => {
+    if (event.type === 'change') changes.emit({ ...event.change, remote: true })
+    else {
+      cache.clear()
+      if (event.type === 'fresh') void keys.reloadAll()
+    }
   })
 
   // Expired sessions are refused when presented; this also clears the ones nobody presents again.
   const purge = setInterval(() => {
-    const purged = sessions.purgeExpired()
-    if (purged > 0) o.log.info({ purged }, 'expired sessions removed')
+    sessions.purgeExpired().then(
+      (purged) => {
+        if (purged > 0) o.log.info({ purged }, 'expired sessions removed')
+      },
+      (err: unknown) => o.log.warn({ err }, 'expired session purge failed'),
+    )
   }, SESSION_PURGE_INTERVAL_MS)
   purge.unref()
 
   return {
+    store,
+    changes,
     sessions,
     signers,
     policies,
     identities,
     verifier,
-    auth: { sessions, verifier, policyOf },
-    allowsPrimary: (identity: IdentityRecord, method: 'updb') =>
-      method === 'updb' && policyOf(identity)?.updbAllowed === true,
+    auth: {
+      sessions,
+      verifier,
+      policyOf: (i: Parameters<typeof policies.policyOf>[0]) => policies.policyOf(i),
+    },
+    /** Resolves when the store answers; rejects otherwise (the health check). */
+    health: () => store.ping(),
     close: async () => {
       clearInterval(purge)
       keys.close()
@@ -114,3 +141,5 @@ export function createServices(o: ServiceOptions) {
     },
   }
 }
+
+export type Services = Awaited<ReturnType<typeof createServices>>

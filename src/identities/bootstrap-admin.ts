@@ -1,27 +1,26 @@
 import { newId } from '../ids.js'
-import type { Db } from '../store/db.js'
-import { IdentityRepository } from '../store/identity-repository.js'
+import type { Store } from '../store/types.js'
 import { hashPassword, randomPassword } from './password.js'
 
 /**
- * Creates the first admin when the database has none. Returns the generated password when the
- * operator gave none (the caller prints it once), otherwise undefined.
+ * Creates the first admin when the database has none. Resolves with the generated password when
+ * the operator gave none (the caller prints it once), otherwise undefined. On PostgreSQL this runs
+ * under the migration lock, so instances starting together create one admin.
  */
 export async function bootstrapAdmin(
-  db: Db,
+  store: Store,
   clock: () => Date,
   name: string,
   password: string | undefined,
 ): Promise<string | undefined> {
-  const identities = new IdentityRepository(db)
-  if (identities.hasAdmin()) return undefined
+  if (await store.repos.identities.hasAdmin()) return undefined
   const secret = password ?? randomPassword()
   const hash = await hashPassword(secret)
   const now = clock().toISOString()
-  const created = db.transaction(() => {
-    if (identities.hasAdmin()) return false
+  const created = await store.transaction(async (tx) => {
+    if (await tx.identities.hasAdmin()) return false
     const id = newId()
-    identities.insert({
+    await tx.identities.insert({
       id,
       name,
       externalId: null,
@@ -33,8 +32,8 @@ export async function bootstrapAdmin(
       createdAt: now,
       updatedAt: now,
     })
-    identities.setPasswordHash(id, hash, now)
+    await tx.identities.setPasswordHash(id, hash, now)
     return true
-  })()
+  })
   return created && password === undefined ? secret : undefined
 }

@@ -1,15 +1,14 @@
+import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
-import type { AuthPolicyRecord, AuthPolicyRepository } from '../store/auth-policy-repository.js'
-import type { Db } from '../store/db.js'
-import {
-  IDENTITY_LIST_SPEC,
-  type IdentityRecord,
-  IdentityRepository,
-} from '../store/identity-repository.js'
+import type { AuthPolicyService } from '../policies/auth-policy-service.js'
+import { applyPatch, notFound } from '../resources.js'
+import { IDENTITY_LIST_SPEC } from '../store/identity-repository.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
+import type { IdentityRecord, Store, UnitOfWork } from '../store/types.js'
 import { hashPassword } from './password.js'
-import type { SessionService } from './session-service.js'
+
+export type { IdentityRecord }
 
 export interface IdentityInput {
   name: string
@@ -20,8 +19,6 @@ export interface IdentityInput {
   tags?: Record<string, unknown> | null | undefined
 }
 export type IdentityPatch = Partial<{ [K in keyof IdentityInput]: IdentityInput[K] | null }>
-
-export type IdentityChange = { type: 'upsert' | 'delete'; identity: IdentityRecord }
 
 type Fields = Pick<
   IdentityRecord,
@@ -39,29 +36,10 @@ function fromInput(input: IdentityInput): Fields {
   }
 }
 
-function applyPatch(current: IdentityRecord, patch: IdentityPatch): Fields {
-  if (Object.hasOwn(patch, 'name') && patch.name === null) {
-    throw fieldError('COULD_NOT_VALIDATE', 'name', 'name cannot be null')
-  }
-  const merged = { ...current }
-  for (const key of [
-    'name',
-    'externalId',
-    'isAdmin',
-    'disabled',
-    'authPolicyId',
-    'tags',
-  ] as const) {
-    if (Object.hasOwn(patch, key)) Object.assign(merged, { [key]: patch[key] })
-  }
-  return fromInput(merged)
-}
-
-export function identityNotFound(id: string): AppError {
-  return new AppError('NOT_FOUND', {
-    cause: { field: 'id', reason: `no identity with id ${id}`, value: id },
-  })
-}
+const PATCH_RULES = {
+  defaults: { isAdmin: false, disabled: false, authPolicyId: 'default', tags: {} },
+  required: ['name'],
+} as const
 
 function lastAdmin(field: string, action: string): AppError {
   return new AppError('CONFLICT', {
@@ -74,28 +52,21 @@ function lastAdmin(field: string, action: string): AppError {
 
 /** Identities: who may log in, as what, under which authentication policy. */
 export class IdentityService {
-  readonly repository: IdentityRepository
-  private readonly listeners: ((change: IdentityChange) => void)[] = []
+  readonly filterableFields = Object.keys(IDENTITY_LIST_SPEC.filterable)
 
   constructor(
-    private readonly db: Db,
-    private readonly policies: AuthPolicyRepository,
-    private readonly sessions: SessionService,
+    private readonly store: Store,
+    private readonly changes: ChangeBus,
+    private readonly policies: AuthPolicyService,
     private readonly clock: () => Date,
-  ) {
-    this.repository = new IdentityRepository(db)
+  ) {}
+
+  private emit(op: 'upsert' | 'delete', identity: IdentityRecord): void {
+    this.changes.emit({ entity: 'identity', op, id: identity.id, remote: false, record: identity })
   }
 
-  onChange(listener: (change: IdentityChange) => void): void {
-    this.listeners.push(listener)
-  }
-
-  private emit(change: IdentityChange): void {
-    for (const listener of this.listeners) listener(change)
-  }
-
-  private checkPolicy(fields: Fields): void {
-    if (!this.policies.get(fields.authPolicyId)) {
+  private async checkPolicy(tx: UnitOfWork, fields: Fields): Promise<void> {
+    if (!(await tx.policies.get(fields.authPolicyId))) {
       throw fieldError(
         'COULD_NOT_VALIDATE',
         'authPolicyId',
@@ -105,25 +76,37 @@ export class IdentityService {
     }
   }
 
-  get(id: string): IdentityRecord {
-    const identity = this.repository.get(id)
-    if (!identity) throw identityNotFound(id)
+  async get(id: string): Promise<IdentityRecord> {
+    const identity = await this.store.repos.identities.get(id)
+    if (!identity) throw notFound('identity', id)
     return identity
   }
 
+  /** An identity by id or undefined (login paths). */
+  find(id: string): Promise<IdentityRecord | undefined> {
+    return this.store.repos.identities.get(id)
+  }
+
+  findByExternalId(externalId: string): Promise<IdentityRecord | undefined> {
+    return this.store.repos.identities.getByExternalId(externalId)
+  }
+
+  /** The identity of a user name and its password hash (password login). */
+  async credentials(name: string) {
+    const identity = await this.store.repos.identities.getByName(name)
+    const hash = identity ? await this.store.repos.identities.passwordHash(identity.id) : null
+    return { identity, hash }
+  }
+
   list(params: ListParams) {
-    return this.repository.list(parseListQuery(params, IDENTITY_LIST_SPEC))
+    return this.store.repos.identities.list(parseListQuery(params, IDENTITY_LIST_SPEC))
   }
 
-  policyOf(identity: IdentityRecord): AuthPolicyRecord | undefined {
-    return this.policies.get(identity.authPolicyId)
-  }
-
-  create(input: IdentityInput): IdentityRecord {
+  async create(input: IdentityInput): Promise<IdentityRecord> {
     const now = this.clock().toISOString()
     const fields = fromInput(input)
-    const identity = this.db.transaction(() => {
-      this.checkPolicy(fields)
+    const identity = await this.store.transaction(async (tx) => {
+      await this.checkPolicy(tx, fields)
       const record = {
         ...fields,
         id: newId(),
@@ -131,56 +114,65 @@ export class IdentityService {
         createdAt: now,
         updatedAt: now,
       }
-      this.repository.insert(record)
+      await tx.identities.insert(record)
+      await tx.publish({ entity: 'identity', op: 'upsert', id: record.id })
       return record
-    })()
-    this.emit({ type: 'upsert', identity })
+    })
+    this.emit('upsert', identity)
     return identity
   }
 
-  replace(id: string, input: IdentityInput): IdentityRecord {
+  replace(id: string, input: IdentityInput): Promise<IdentityRecord> {
     return this.update(id, () => fromInput(input))
   }
 
-  patch(id: string, patch: IdentityPatch): IdentityRecord {
-    return this.update(id, (current) => applyPatch(current, patch))
+  patch(id: string, patch: IdentityPatch): Promise<IdentityRecord> {
+    return this.update(id, (current) => fromInput(applyPatch(current, patch, PATCH_RULES)))
   }
 
-  private update(id: string, change: (current: IdentityRecord) => Fields): IdentityRecord {
-    const identity = this.db.transaction(() => {
-      const current = this.get(id)
+  private async update(
+    id: string,
+    change: (current: IdentityRecord) => Fields,
+  ): Promise<IdentityRecord> {
+    const identity = await this.store.transaction(async (tx) => {
+      const current = await tx.identities.get(id)
+      if (!current) throw notFound('identity', id)
       const fields = change(current)
-      this.checkPolicy(fields)
+      await this.checkPolicy(tx, fields)
       const wasActiveAdmin = current.isAdmin && !current.disabled
-      if (wasActiveAdmin && this.repository.countEnabledAdmins() === 1) {
+      if (wasActiveAdmin && (await tx.identities.countEnabledAdmins()) === 1) {
         if (!fields.isAdmin) throw lastAdmin('isAdmin', 'demoted')
         if (fields.disabled) throw lastAdmin('disabled', 'disabled')
       }
       const record = { ...current, ...fields, updatedAt: this.clock().toISOString() }
-      this.repository.update(record)
-      if (record.disabled) this.sessions.endForIdentity(id)
+      await tx.identities.update(record)
+      if (record.disabled) await tx.sessions.deleteForIdentity(id)
+      await tx.publish({ entity: 'identity', op: 'upsert', id })
       return record
-    })()
-    this.emit({ type: 'upsert', identity })
+    })
+    this.emit('upsert', identity)
     return identity
   }
 
-  delete(id: string): void {
-    const identity = this.db.transaction(() => {
-      const current = this.get(id)
-      if (current.isAdmin && !current.disabled && this.repository.countEnabledAdmins() === 1) {
+  async delete(id: string): Promise<void> {
+    const identity = await this.store.transaction(async (tx) => {
+      const current = await tx.identities.get(id)
+      if (!current) throw notFound('identity', id)
+      const enabledAdmins = await tx.identities.countEnabledAdmins()
+      if (current.isAdmin && !current.disabled && enabledAdmins === 1) {
         throw lastAdmin('id', 'deleted')
       }
-      this.repository.delete(id)
+      await tx.identities.delete(id)
+      await tx.publish({ entity: 'identity', op: 'delete', id })
       return current
-    })()
-    this.emit({ type: 'delete', identity })
+    })
+    this.emit('delete', identity)
   }
 
   /** Sets or replaces a password, checked against the identity's policy rules. */
   async setPassword(id: string, password: string): Promise<void> {
-    const identity = this.get(id)
-    const policy = this.policyOf(identity)
+    const identity = await this.get(id)
+    const policy = await this.policies.policyOf(identity)
     const min = policy?.updbMinPasswordLength ?? 12
     const rules: [boolean, string][] = [
       [password.length >= min, `must be at least ${min} characters`],
@@ -198,8 +190,12 @@ export class IdentityService {
       if (!ok) throw fieldError('COULD_NOT_VALIDATE', 'password', reason)
     }
     const hash = await hashPassword(password)
-    if (!this.repository.setPasswordHash(id, hash, this.clock().toISOString())) {
-      throw identityNotFound(id)
-    }
+    const now = this.clock().toISOString()
+    const stored = await this.store.transaction(async (tx) => {
+      const ok = await tx.identities.setPasswordHash(id, hash, now)
+      if (ok) await tx.publish({ entity: 'identity', op: 'upsert', id })
+      return ok
+    })
+    if (!stored) throw notFound('identity', id)
   }
 }

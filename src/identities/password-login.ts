@@ -1,24 +1,25 @@
 import { AppError } from '../errors.js'
-import type { IdentityRecord, IdentityRepository } from '../store/identity-repository.js'
+import type { IdentityRecord } from '../store/types.js'
 import { verifyPassword } from './password.js'
 
-/** Decides whether an identity's authentication policy lets it use a primary method. */
-export type PrimaryMethodCheck = (identity: IdentityRecord, method: 'updb') => boolean
+/** What password login needs: the stored credentials and the policy rule. */
+export interface PasswordLoginDeps {
+  credentials(name: string): Promise<{ identity: IdentityRecord | undefined; hash: string | null }>
+  allowsPrimary(identity: IdentityRecord, method: 'updb'): Promise<boolean>
+}
 
 /**
  * Checks a username and password. Every failure (unknown name, wrong password, disabled identity,
  * policy refusing password login) is the same 401, and costs the same scrypt work.
  */
 export async function checkPassword(
-  identities: IdentityRepository,
+  deps: PasswordLoginDeps,
   username: string,
   password: string,
-  allows: PrimaryMethodCheck,
 ): Promise<IdentityRecord> {
-  const identity = identities.getByName(username)
-  const hash = identity ? identities.passwordHash(identity.id) : null
+  const { identity, hash } = await deps.credentials(username)
   const ok = await verifyPassword(password, hash)
-  if (!ok || !identity || identity.disabled || !allows(identity, 'updb')) {
+  if (!ok || !identity || identity.disabled || !(await deps.allowsPrimary(identity, 'updb'))) {
     throw new AppError('INVALID_AUTH')
   }
   return identity

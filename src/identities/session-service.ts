@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { newId } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
-import type { Db } from '../store/db.js'
-import type { IdentityRecord, IdentityRepository } from '../store/identity-repository.js'
-import type { SessionRecord, SessionRepository } from '../store/session-repository.js'
+import type { IdentityRecord, SessionRecord, Store } from '../store/types.js'
+
+export type { SessionRecord }
 
 /** A live session with the identity it belongs to. */
 export interface ResolvedSession {
@@ -12,9 +12,9 @@ export interface ResolvedSession {
 }
 
 export interface SessionServiceOptions {
-  db: Db
-  sessions: SessionRepository
-  identities: IdentityRepository
+  store: Store
+  /** The identity of a session (cached by the caller where it can be). */
+  identity: (id: string) => Promise<IdentityRecord | undefined>
   clock: () => Date
   timeoutMs: number
 }
@@ -31,7 +31,7 @@ export class SessionService {
   private readonly writer: BatchWriter<SessionRecord>
 
   constructor(private readonly options: SessionServiceOptions) {
-    this.writer = new BatchWriter(options.db, (session) => options.sessions.insert(session))
+    this.writer = new BatchWriter(options.store, (tx, batch) => tx.sessions.insertMany(batch))
   }
 
   /**
@@ -61,42 +61,39 @@ export class SessionService {
   }
 
   /**
-   * Finds the live session of a token and slides its expiry. Returns undefined for an unknown,
+   * Finds the live session of a token and slides its expiry. Resolves undefined for an unknown,
    * expired or ended session, or one whose identity is disabled.
    */
-  resolve(token: string): ResolvedSession | undefined {
-    const session = this.options.sessions.getByTokenHash(hashToken(token))
+  async resolve(token: string): Promise<ResolvedSession | undefined> {
+    const sessions = this.options.store.repos.sessions
+    const session = await sessions.getByTokenHash(hashToken(token))
     if (!session) return undefined
     const now = this.options.clock()
     if (Date.parse(session.expiresAt) <= now.getTime()) {
-      this.options.sessions.delete(session.id)
+      await sessions.delete(session.id)
       return undefined
     }
-    const identity = this.options.identities.get(session.identityId)
+    const identity = await this.options.identity(session.identityId)
     if (!identity || identity.disabled) return undefined
     if (now.getTime() - Date.parse(session.lastActivityAt) >= TOUCH_INTERVAL_MS) {
       session.lastActivityAt = now.toISOString()
       session.expiresAt = new Date(now.getTime() + this.options.timeoutMs).toISOString()
-      this.options.sessions.touch(session.id, session.lastActivityAt, session.expiresAt)
+      await sessions.touch(session.id, session.lastActivityAt, session.expiresAt)
     }
     return { session, identity }
   }
 
-  end(sessionId: string): void {
-    this.options.sessions.delete(sessionId)
+  async end(sessionId: string): Promise<void> {
+    await this.options.store.repos.sessions.delete(sessionId)
   }
 
-  endForIdentity(identityId: string): void {
-    this.options.sessions.deleteForIdentity(identityId)
+  /** Removes sessions past their expiry; resolves with how many. */
+  purgeExpired(): Promise<number> {
+    return this.options.store.repos.sessions.deleteExpired(this.options.clock().toISOString())
   }
 
-  /** Removes sessions past their expiry; returns how many. */
-  purgeExpired(): number {
-    return this.options.sessions.deleteExpired(this.options.clock().toISOString())
-  }
-
-  hasSession(identityId: string): boolean {
-    return this.options.sessions.countForIdentity(identityId) > 0
+  async hasSession(identityId: string): Promise<boolean> {
+    return (await this.options.store.repos.sessions.countForIdentity(identityId)) > 0
   }
 
   /** Seconds until the session expires, at least 0. */

@@ -1,6 +1,4 @@
-import type { AuthPolicyRecord } from '../store/auth-policy-repository.js'
-import type { IdentityRecord } from '../store/identity-repository.js'
-import type { SignerRecord } from '../store/signer-repository.js'
+import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/types.js'
 import type { SignerKeys } from './signer-keys.js'
 import { VerifiedTokenCache } from './verified-cache.js'
 import {
@@ -14,9 +12,11 @@ import {
 
 /** How the jwt module reaches identities and policies, without knowing the store. */
 export interface IdentityLookup {
-  byId(id: string): IdentityRecord | undefined
-  byExternalId(externalId: string): IdentityRecord | undefined
-  policy(id: string): AuthPolicyRecord | undefined
+  byId(id: string): Promise<IdentityRecord | undefined>
+  byExternalId(externalId: string): Promise<IdentityRecord | undefined>
+  policy(id: string): Promise<AuthPolicyRecord | undefined>
+  /** True while changes may have been missed: the verified-token cache is not trusted then. */
+  stale(): boolean
 }
 
 /** A token that passed every check of its signer and names an enabled identity. */
@@ -42,7 +42,10 @@ export type SecondaryResult =
   | { met: false; signer: RequiredSigner; error: ChallengeError; reason: string }
 
 /** Finds the identity a verified token names through the signer's claimsProperty/useExternalId. */
-function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): IdentityRecord {
+async function matchIdentity(
+  verified: VerifiedJwt,
+  lookup: IdentityLookup,
+): Promise<IdentityRecord> {
   const { signer, claims, kid } = verified
   const value = claimValue(claims, signer.claimsProperty)
   if (typeof value !== 'string' || value === '') {
@@ -53,7 +56,7 @@ function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): IdentityR
       kid,
     )
   }
-  const identity = signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value)
+  const identity = await (signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value))
   if (!identity) {
     const what = signer.useExternalId ? 'externalId' : 'id'
     throw new JwtRejected('invalid', `no identity with that ${what}`, signer.id, kid)
@@ -89,10 +92,10 @@ export class ExternalJwtVerifier {
   /** Verification and identity match, from the cache when the token was verified before. */
   async match(token: string, expectedSignerId?: string): Promise<Matched> {
     const key = VerifiedTokenCache.key(token)
-    const hit = this.cache.get(key)
+    const hit = this.lookup.stale() ? undefined : this.cache.get(key)
     if (hit) {
       const signer = this.keys.getById(hit.signerId)?.signer
-      const identity = this.lookup.byId(hit.identityId)
+      const identity = await this.lookup.byId(hit.identityId)
       if (signer?.enabled && identity && !identity.disabled) {
         if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
           throw new JwtRejected(
@@ -108,7 +111,7 @@ export class ExternalJwtVerifier {
     }
     this.stats.verified++
     const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
-    const identity = matchIdentity(verified, this.lookup)
+    const identity = await matchIdentity(verified, this.lookup)
     this.cache.set(key, {
       signerId: verified.signer.id,
       identityId: identity.id,
@@ -124,7 +127,7 @@ export class ExternalJwtVerifier {
     for (const token of tokens) {
       try {
         const matched = await this.match(token)
-        const policy = this.lookup.policy(matched.identity.authPolicyId)
+        const policy = await this.lookup.policy(matched.identity.authPolicyId)
         const refusal = policy ? primaryRefusal(policy, matched.signer) : 'identity has no policy'
         if (refusal || !policy)
           throw new JwtRejected('invalid', refusal ?? '', matched.signer.id, matched.kid)

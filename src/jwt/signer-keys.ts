@@ -1,7 +1,6 @@
 import type { KeyObject } from 'node:crypto'
 import { parseSignerCertificate } from '../signers/certificate.js'
-import type { SignerChange } from '../signers/signer-service.js'
-import type { SignerRecord } from '../store/signer-repository.js'
+import type { SignerRecord } from '../store/types.js'
 import type { JwksFetcher } from './jwks-fetch.js'
 import { JwksKeySet } from './jwks-key-set.js'
 
@@ -14,7 +13,22 @@ export interface SignerEntry {
   keySet?: JwksKeySet
 }
 
+/** A change to the set of signers, for caches that must follow it at once. */
+export type SignerChange =
+  | { type: 'upsert'; signer: SignerRecord; previous: SignerRecord | undefined }
+  | { type: 'delete'; signer: SignerRecord }
+
+/** Where signers are reread when another instance changed them or changes may have been missed. */
+export interface SignerSource {
+  byId(id: string): Promise<SignerRecord | undefined>
+  byIssuer(issuer: string): Promise<SignerRecord | undefined>
+  all(): Promise<SignerRecord[]>
+  /** True while changes may have been missed: every lookup rereads its signer. */
+  stale(): boolean
+}
+
 export interface SignerKeysOptions {
+  source?: SignerSource
   fetcher: JwksFetcher
   clock: () => Date
   cooldownMs: number
@@ -30,6 +44,7 @@ export class SignerKeys {
   private readonly byIssuer = new Map<string, SignerEntry>()
   private readonly byId = new Map<string, SignerEntry>()
   private readonly listeners: ((signerId: string) => void)[] = []
+  private readonly pending = new Set<Promise<void>>()
 
   constructor(private readonly options: SignerKeysOptions) {}
 
@@ -45,6 +60,66 @@ export class SignerKeys {
 
   get(issuer: string): SignerEntry | undefined {
     return this.byIssuer.get(issuer)
+  }
+
+  /**
+   * The signer of an issuer as stored now: waits for rereads under way, and while changes may have
+   * been missed rereads the signer itself.
+   */
+  async resolve(issuer: string): Promise<SignerEntry | undefined> {
+    if (this.pending.size > 0) await Promise.all(this.pending)
+    const source = this.options.source
+    if (source?.stale()) {
+      const stored = await source.byIssuer(issuer)
+      const entry = this.byIssuer.get(issuer)
+      if (entry && entry.signer.id !== stored?.id)
+        this.apply({ type: 'delete', signer: entry.signer })
+      if (stored) this.reconcile(stored)
+    }
+    return this.byIssuer.get(issuer)
+  }
+
+  /** Rereads one signer (another instance changed it); lookups wait for it. */
+  reload(id: string): Promise<void> {
+    const source = this.options.source
+    if (!source) return Promise.resolve()
+    const p: Promise<void> = source
+      .byId(id)
+      .then((stored) => {
+        const entry = this.byId.get(id)
+        if (stored) this.reconcile(stored)
+        else if (entry) this.apply({ type: 'delete', signer: entry.signer })
+      })
+      .catch(() => {})
+      .finally(() => this.pending.delete(p))
+    this.pending.add(p)
+    return p
+  }
+
+  /** Rereads every signer (notifications were lost and are back); lookups wait for it. */
+  reloadAll(): Promise<void> {
+    const source = this.options.source
+    if (!source) return Promise.resolve()
+    const p: Promise<void> = source
+      .all()
+      .then((all) => {
+        const ids = new Set(all.map((s) => s.id))
+        for (const entry of [...this.byId.values()]) {
+          if (!ids.has(entry.signer.id)) this.apply({ type: 'delete', signer: entry.signer })
+        }
+        for (const stored of all) this.reconcile(stored)
+      })
+      .catch(() => {})
+      .finally(() => this.pending.delete(p))
+    this.pending.add(p)
+    return p
+  }
+
+  /** Applies a stored signer unless this instance already has that very version. */
+  private reconcile(stored: SignerRecord): void {
+    const entry = this.byId.get(stored.id)
+    if (entry && entry.signer.updatedAt === stored.updatedAt) return
+    this.apply({ type: 'upsert', signer: stored, previous: entry?.signer })
   }
 
   getById(id: string): SignerEntry | undefined {

@@ -6,7 +6,7 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose'
-import type { SignerRecord } from '../store/signer-repository.js'
+import type { SignerRecord } from '../store/types.js'
 import type { SignerEntry, SignerKeys } from './signer-keys.js'
 
 /** The algorithms this service accepts; jose also checks that each fits the key's type. */
@@ -112,7 +112,7 @@ export async function verifyExternalJwt(
     throw new JwtRejected('invalid', 'malformed token')
   }
   if (typeof iss !== 'string') throw new JwtRejected('invalid', 'token has no iss claim')
-  const entry: SignerEntry | undefined = keys.get(iss)
+  const entry: SignerEntry | undefined = await keys.resolve(iss)
   if (!entry?.signer.enabled) throw new JwtRejected('invalid', 'no enabled signer has this issuer')
   const { signer } = entry
   if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {

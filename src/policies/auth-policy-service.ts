@@ -1,13 +1,12 @@
+import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
-import {
-  AUTH_POLICY_LIST_SPEC,
-  type AuthPolicyRecord,
-  AuthPolicyRepository,
-} from '../store/auth-policy-repository.js'
-import type { Db } from '../store/db.js'
+import { applyPatch, notFound } from '../resources.js'
+import { AUTH_POLICY_LIST_SPEC } from '../store/auth-policy-repository.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
-import type { SignerRepository } from '../store/signer-repository.js'
+import type { AuthPolicyRecord, IdentityRecord, Store, UnitOfWork } from '../store/types.js'
+
+export type { AuthPolicyRecord }
 
 /** Passwords are never shorter than this, whatever a policy says. */
 export const MIN_PASSWORD_LENGTH = 12
@@ -34,8 +33,6 @@ export interface AuthPolicyInput {
 
 type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> | null : T[K] }
 export type AuthPolicyPatch = DeepPartial<AuthPolicyInput>
-
-export type AuthPolicyChange = { type: 'upsert' | 'delete'; policy: AuthPolicyRecord }
 
 type Fields = Omit<AuthPolicyRecord, 'id' | 'createdAt' | 'updatedAt'>
 
@@ -76,128 +73,150 @@ function toInput(p: AuthPolicyRecord): AuthPolicyInput {
   }
 }
 
-function merge(base: unknown, patch: unknown): unknown {
-  if (patch === undefined) return base
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
-  if (base === null || typeof base !== 'object' || Array.isArray(base)) return patch
-  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) }
-  for (const [key, value] of Object.entries(patch)) out[key] = merge(out[key], value)
-  return out
-}
-
-export function policyNotFound(id: string, field = 'id'): AppError {
-  return new AppError('NOT_FOUND', {
-    cause: { field, reason: `no authentication policy with id ${id}`, value: id },
-  })
-}
+/** Primary authentication methods a policy can allow. */
+export type PrimaryMethod = 'updb' | 'ext-jwt'
 
 /** Authentication policies: which primary methods an identity may use, and its secondary factor. */
 export class AuthPolicyService {
-  readonly repository: AuthPolicyRepository
-  private readonly listeners: ((change: AuthPolicyChange) => void)[] = []
+  readonly filterableFields = Object.keys(AUTH_POLICY_LIST_SPEC.filterable)
+  /** Policies are read on every authenticated request: kept in memory, dropped on any change. */
+  private readonly cache = new Map<string, Promise<AuthPolicyRecord | undefined>>()
 
   constructor(
-    private readonly db: Db,
-    private readonly signers: SignerRepository,
+    private readonly store: Store,
+    private readonly changes: ChangeBus,
     private readonly clock: () => Date,
   ) {
-    this.repository = new AuthPolicyRepository(db)
+    changes.on((event) => {
+      if (event.entity === 'policy') this.cache.clear()
+    })
+    store.onFeed(() => this.cache.clear())
   }
 
-  onChange(listener: (change: AuthPolicyChange) => void): void {
-    this.listeners.push(listener)
+  /** A policy by id, from memory unless changes may have been missed. */
+  cached(id: string): Promise<AuthPolicyRecord | undefined> {
+    if (this.store.stale) return this.store.repos.policies.get(id)
+    let hit = this.cache.get(id)
+    if (!hit) {
+      hit = this.store.repos.policies.get(id)
+      this.cache.set(id, hit)
+      hit.catch(() => this.cache.delete(id))
+    }
+    return hit
   }
 
-  private emit(change: AuthPolicyChange): void {
-    for (const listener of this.listeners) listener(change)
+  policyOf(identity: IdentityRecord): Promise<AuthPolicyRecord | undefined> {
+    return this.cached(identity.authPolicyId)
   }
 
-  private check(input: AuthPolicyInput): Fields {
+  /** Whether an identity's policy lets it log in with a primary method (and this signer). */
+  async allowsPrimary(identity: IdentityRecord, method: PrimaryMethod): Promise<boolean> {
+    const policy = await this.policyOf(identity)
+    if (method === 'updb') return policy?.updbAllowed === true
+    return policy?.extJwtAllowed === true
+  }
+
+  private emit(op: 'upsert' | 'delete', policy: AuthPolicyRecord): void {
+    this.changes.emit({ entity: 'policy', op, id: policy.id, remote: false, record: policy })
+  }
+
+  private async check(tx: UnitOfWork, input: AuthPolicyInput): Promise<Fields> {
     if (input.secondary.requireTotp === true) {
       throw fieldError('INVALID_FIELD', 'secondary.requireTotp', 'this service has no TOTP', 'true')
     }
     const fields = fromInput(input)
     for (const signerId of fields.allowedSigners) {
-      if (!this.signers.get(signerId))
-        throw unknownSigner('primary.extJwt.allowedSigners', signerId)
+      if (!(await tx.signers.get(signerId))) {
+        throw notFound('signer', signerId, 'primary.extJwt.allowedSigners')
+      }
     }
     const secondary = fields.requireExtJwtSigner
-    if (secondary !== null && !this.signers.get(secondary)) {
-      throw unknownSigner('secondary.requireExtJwtSigner', secondary)
+    if (secondary !== null && !(await tx.signers.get(secondary))) {
+      throw notFound('signer', secondary, 'secondary.requireExtJwtSigner')
     }
     return fields
   }
 
-  get(id: string): AuthPolicyRecord {
-    const policy = this.repository.get(id)
-    if (!policy) throw policyNotFound(id)
+  async get(id: string): Promise<AuthPolicyRecord> {
+    const policy = await this.store.repos.policies.get(id)
+    if (!policy) throw notFound('policy', id)
     return policy
   }
 
   list(params: ListParams) {
-    return this.repository.list(parseListQuery(params, AUTH_POLICY_LIST_SPEC))
+    return this.store.repos.policies.list(parseListQuery(params, AUTH_POLICY_LIST_SPEC))
   }
 
-  create(input: AuthPolicyInput): AuthPolicyRecord {
+  async create(input: AuthPolicyInput): Promise<AuthPolicyRecord> {
     const now = this.clock().toISOString()
-    const policy = this.db.transaction(() => {
-      const record = { ...this.check(input), id: newId(), createdAt: now, updatedAt: now }
-      this.repository.insert(record)
+    const policy = await this.store.transaction(async (tx) => {
+      const record = {
+        ...(await this.check(tx, input)),
+        id: newId(),
+        createdAt: now,
+        updatedAt: now,
+      }
+      await tx.policies.insert(record)
+      await tx.publish({ entity: 'policy', op: 'upsert', id: record.id })
       return record
-    })()
-    this.emit({ type: 'upsert', policy })
+    })
+    this.emit('upsert', policy)
     return policy
   }
 
-  replace(id: string, input: AuthPolicyInput): AuthPolicyRecord {
+  replace(id: string, input: AuthPolicyInput): Promise<AuthPolicyRecord> {
     return this.update(id, () => input)
   }
 
-  patch(id: string, patch: AuthPolicyPatch): AuthPolicyRecord {
-    return this.update(id, (current) => merge(toInput(current), patch) as AuthPolicyInput) // same shape, merged key by key
+  patch(id: string, patch: AuthPolicyPatch): Promise<AuthPolicyRecord> {
+    return this.update(id, (current) =>
+      applyPatch(toInput(current), patch, {
+        defaults: { tags: {} },
+        required: ['name', 'primary', 'secondary'],
+        deep: ['primary', 'secondary', 'tags'],
+      }),
+    )
   }
 
-  private update(
+  private async update(
     id: string,
     next: (current: AuthPolicyRecord) => AuthPolicyInput,
-  ): AuthPolicyRecord {
-    const policy = this.db.transaction(() => {
-      const current = this.get(id)
+  ): Promise<AuthPolicyRecord> {
+    const policy = await this.store.transaction(async (tx) => {
+      const current = await tx.policies.get(id)
+      if (!current) throw notFound('policy', id)
       const record = {
-        ...this.check(next(current)),
+        ...(await this.check(tx, next(current))),
         id,
         createdAt: current.createdAt,
         updatedAt: this.clock().toISOString(),
       }
-      this.repository.update(record)
+      await tx.policies.update(record)
+      await tx.publish({ entity: 'policy', op: 'upsert', id })
       return record
-    })()
-    this.emit({ type: 'upsert', policy })
+    })
+    this.emit('upsert', policy)
     return policy
   }
 
-  delete(id: string): void {
-    const policy = this.db.transaction(() => {
-      const current = this.get(id)
+  async delete(id: string): Promise<void> {
+    const policy = await this.store.transaction(async (tx) => {
+      const current = await tx.policies.get(id)
+      if (!current) throw notFound('policy', id)
       if (id === 'default') {
         throw new AppError('CONFLICT', {
           cause: { field: 'id', reason: 'the default policy cannot be deleted', value: id },
         })
       }
-      if (this.repository.isUsedByIdentity(id)) {
+      if (await tx.policies.isUsedByIdentity(id)) {
         throw new AppError('CAN_NOT_DELETE_REFERENCED_ENTITY', {
           cause: { field: 'authPolicyId', reason: 'an identity uses this policy', value: id },
         })
       }
-      this.repository.delete(id)
+      await tx.policies.delete(id)
+      await tx.publish({ entity: 'policy', op: 'delete', id })
       return current
-    })()
-    this.emit({ type: 'delete', policy })
+    })
+    this.emit('delete', policy)
   }
-}
-
-function unknownSigner(field: string, id: string): AppError {
-  return new AppError('NOT_FOUND', {
-    cause: { field, reason: `no external JWT signer with id ${id}`, value: id },
-  })
 }

@@ -1,10 +1,10 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { AppError } from '../errors.js'
+import type { IdentityRecord } from '../identities/identity-service.js'
 import type { ResolvedSession, SessionService } from '../identities/session-service.js'
 import type { ExternalJwtVerifier, SecondaryResult } from '../jwt/authenticate.js'
 import { bearerChallenge, bearerTokens } from '../jwt/challenge.js'
-import type { AuthPolicyRecord } from '../store/auth-policy-repository.js'
-import type { IdentityRecord } from '../store/identity-repository.js'
+import type { AuthPolicyRecord } from '../policies/auth-policy-service.js'
 import type { AuthQuery } from './sessions/schemas.js'
 
 /** The caller's session, its token, and whether this request met the secondary factor. */
@@ -24,7 +24,7 @@ declare module 'fastify' {
 export interface AuthDeps {
   sessions: SessionService
   verifier: ExternalJwtVerifier
-  policyOf: (identity: IdentityRecord) => AuthPolicyRecord | undefined
+  policyOf: (identity: IdentityRecord) => Promise<AuthPolicyRecord | undefined>
 }
 
 const MISSING =
@@ -42,7 +42,7 @@ export async function evaluateSecondary(
   request: FastifyRequest,
   identity: IdentityRecord,
 ): Promise<SecondaryResult> {
-  const required = deps.policyOf(identity)?.requireExtJwtSigner
+  const required = (await deps.policyOf(identity))?.requireExtJwtSigner
   if (!required) return { met: true }
   const result = await deps.verifier.secondary(
     bearerTokens(request.raw.rawHeaders),
@@ -92,7 +92,7 @@ export async function resolveRequestAuth(
   if (token === undefined) {
     throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': MISSING } })
   }
-  const resolved = deps.sessions.resolve(token)
+  const resolved = await deps.sessions.resolve(token)
   if (!resolved) throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': INVALID } })
   const auth = {
     ...resolved,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import type { onRequestAsyncHookHandler } from 'fastify'
-import type { ListPage, ListParams } from '../store/list-query.js'
+import type { ListPage, ListParams } from '../resources.js'
 import {
   CreateEnvelopeSchema,
   EmptyEnvelopeSchema,
@@ -12,12 +12,13 @@ import {
 
 /** What a management resource's domain service offers to its routes. */
 export interface ResourceService<Rec extends { id: string }, Body, Patch> {
-  create(body: Body): Rec
-  get(id: string): Rec
-  list(params: ListParams): ListPage<Rec>
-  replace(id: string, body: Body): Rec
-  patch(id: string, patch: Patch): Rec
-  delete(id: string): void
+  create(body: Body): Promise<Rec>
+  get(id: string): Promise<Rec>
+  list(params: ListParams): Promise<ListPage<Rec>>
+  replace(id: string, body: Body): Promise<Rec>
+  patch(id: string, patch: Patch): Promise<Rec>
+  delete(id: string): Promise<void>
+  readonly filterableFields: string[]
 }
 
 export interface ResourceRoutesOptions<
@@ -34,8 +35,7 @@ export interface ResourceRoutesOptions<
   patch: P
   detailEnvelope: TSchema
   listEnvelope: TSchema
-  filterable: string[]
-  toDetail: (record: Rec) => Static<D>
+  toDetail: (record: Rec) => Static<D> | Promise<Static<D>>
   auth: onRequestAsyncHookHandler
 }
 
@@ -68,7 +68,7 @@ export function resourceRoutes<
         },
       },
       async (request, reply) => {
-        const { id } = o.service.create(request.body as Static<B>) // validated against o.body
+        const { id } = await o.service.create(request.body as Static<B>) // validated against o.body
         return reply.code(201).send({ data: { id, _links: selfLink(o.segment, id) }, meta: {} })
       },
     )
@@ -83,12 +83,12 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        const page = o.service.list(request.query)
+        const page = await o.service.list(request.query)
         return {
-          data: page.items.map(o.toDetail),
+          data: await Promise.all(page.items.map(o.toDetail)),
           meta: {
             pagination: { limit: page.limit, offset: page.offset, totalCount: page.totalCount },
-            filterableFields: o.filterable,
+            filterableFields: o.service.filterableFields,
           },
         }
       },
@@ -103,7 +103,10 @@ export function resourceRoutes<
           response: { 200: o.detailEnvelope, ...errorResponses(401, 404) },
         },
       },
-      async (request) => ({ data: o.toDetail(o.service.get(request.params.id)), meta: {} }),
+      async (request) => ({
+        data: await o.toDetail(await o.service.get(request.params.id)),
+        meta: {},
+      }),
     )
 
     app.put(
@@ -117,7 +120,7 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        o.service.replace(request.params.id, request.body as Static<B>) // validated against o.body
+        await o.service.replace(request.params.id, request.body as Static<B>) // validated against o.body
         return empty
       },
     )
@@ -133,7 +136,7 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        o.service.patch(request.params.id, request.body as Static<P>) // validated against o.patch
+        await o.service.patch(request.params.id, request.body as Static<P>) // validated against o.patch
         return empty
       },
     )
@@ -148,7 +151,7 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        o.service.delete(request.params.id)
+        await o.service.delete(request.params.id)
         return empty
       },
     )

@@ -1,5 +1,6 @@
-import { AppError, fieldError } from '../errors.js'
-import type { SignerRecord, TargetToken } from '../store/signer-repository.js'
+import { fieldError } from '../errors.js'
+import { applyPatch, type PatchRules } from '../resources.js'
+import type { SignerRecord, TargetToken } from '../store/types.js'
 import { parseSignerCertificate, type SignerCertificate } from './certificate.js'
 
 /** The fields an operator writes; everything else is derived or assigned. */
@@ -50,30 +51,15 @@ export function fromInput(input: SignerInput): WritableSigner {
   }
 }
 
+const PATCH_RULES: PatchRules<WritableSigner> = {
+  defaults: { claimsProperty: 'sub', useExternalId: false, targetToken: 'ACCESS', tags: {} },
+  required: REQUIRED,
+}
+
 /** Merges a PATCH body onto the stored signer: only present keys change; `null` clears. */
-export function applyPatch(current: WritableSigner, patch: SignerPatch): WritableSigner {
-  for (const field of REQUIRED) {
-    if (field in patch && patch[field] === null) {
-      throw fieldError('COULD_NOT_VALIDATE', field, `${field} cannot be null`)
-    }
-  }
-  const next = { ...current }
-  const has = (k: keyof SignerPatch) => Object.hasOwn(patch, k)
-  if (has('name')) next.name = patch.name as string // null refused above
-  if (has('enabled')) next.enabled = patch.enabled as boolean
-  if (has('issuer')) next.issuer = patch.issuer as string
-  if (has('audience')) next.audience = patch.audience as string
-  if (has('jwksEndpoint')) next.jwksEndpoint = patch.jwksEndpoint ?? null
-  if (has('certPem')) next.certPem = patch.certPem ?? null
-  if (has('kid')) next.kid = patch.kid ?? null
-  if (has('claimsProperty')) next.claimsProperty = patch.claimsProperty ?? 'sub'
-  if (has('useExternalId')) next.useExternalId = patch.useExternalId ?? false
-  if (has('externalAuthUrl')) next.externalAuthUrl = patch.externalAuthUrl ?? null
-  if (has('clientId')) next.clientId = patch.clientId ?? null
-  if (has('scopes')) next.scopes = patch.scopes ?? null
-  if (has('targetToken')) next.targetToken = patch.targetToken ?? 'ACCESS'
-  if (has('tags')) next.tags = patch.tags ?? {}
-  return next
+export function applySignerPatch(current: WritableSigner, patch: SignerPatch): WritableSigner {
+  const fields = { ...fromInput({ ...current, scopes: current.scopes }) }
+  return applyPatch(fields, patch, PATCH_RULES)
 }
 
 function checkUrl(field: string, value: string | null): void {
@@ -130,10 +116,4 @@ export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
   }
   if (s.certPem === null) return undefined
   return parseSignerCertificate(s.certPem)
-}
-
-export function notFound(id: string): AppError {
-  return new AppError('NOT_FOUND', {
-    cause: { field: 'id', reason: `no external JWT signer with id ${id}`, value: id },
-  })
 }

@@ -1,57 +1,35 @@
+import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
-import type { Db } from '../store/db.js'
+import { notFound } from '../resources.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
-import {
-  SIGNER_LIST_SPEC,
-  type SignerRecord,
-  SignerRepository,
-} from '../store/signer-repository.js'
+import { SIGNER_LIST_SPEC } from '../store/signer-repository.js'
+import type { SignerRecord, Store } from '../store/types.js'
 import type { SignerCertificate } from './certificate.js'
 import {
-  applyPatch,
+  applySignerPatch,
   checkSigner,
   fromInput,
-  notFound,
   type SignerInput,
   type SignerPatch,
   type WritableSigner,
 } from './signer-rules.js'
 
-/** A change to the set of signers, for caches that must follow it at once. */
-export type SignerChange =
-  | { type: 'upsert'; signer: SignerRecord; previous: SignerRecord | undefined }
-  | { type: 'delete'; signer: SignerRecord }
-
-/** Tells whether anything references a signer; returns the referencing field, if any. */
-export type SignerReferenceCheck = (signerId: string) => string | undefined
+export type { SignerRecord }
 
 export interface SignerServiceOptions {
-  db: Db
+  store: Store
+  changes: ChangeBus
   clock: () => Date
-  /** Called before a delete, inside its transaction. */
-  referenceCheck?: SignerReferenceCheck
   /** Why a jwksEndpoint may not be fetched from (the SSRF policy), or undefined. */
   jwksUrlCheck?: (url: string) => string | undefined
 }
 
-/** Management of external JWT signers: the rules of the seed on top of the repository. */
+/** Management of external JWT signers: the rules of the seed on top of the store. */
 export class SignerService {
-  readonly repository: SignerRepository
-  private readonly listeners: ((change: SignerChange) => void)[] = []
+  readonly filterableFields = Object.keys(SIGNER_LIST_SPEC.filterable)
 
-  constructor(private readonly options: SignerServiceOptions) {
-    this.repository = new SignerRepository(options.db)
-  }
-
-  /** Registers a listener called synchronously after every committed change. */
-  onChange(listener: (change: SignerChange) => void): void {
-    this.listeners.push(listener)
-  }
-
-  private emit(change: SignerChange): void {
-    for (const listener of this.listeners) listener(change)
-  }
+  constructor(private readonly options: SignerServiceOptions) {}
 
   private build(
     fields: WritableSigner,
@@ -72,64 +50,84 @@ export class SignerService {
     }
   }
 
-  create(input: SignerInput): SignerRecord {
+  private emit(op: 'upsert' | 'delete', record: SignerRecord, previous?: SignerRecord): void {
+    this.options.changes.emit({
+      entity: 'signer',
+      op,
+      id: record.id,
+      remote: false,
+      record,
+      ...(previous ? { previous } : {}),
+    })
+  }
+
+  async create(input: SignerInput): Promise<SignerRecord> {
     const now = this.options.clock().toISOString()
     const signer = this.build(fromInput(input), { id: newId(), createdAt: now }, now)
-    this.repository.insert(signer)
-    this.emit({ type: 'upsert', signer, previous: undefined })
+    await this.options.store.transaction(async (tx) => {
+      await tx.signers.insert(signer)
+      await tx.publish({ entity: 'signer', op: 'upsert', id: signer.id })
+    })
+    this.emit('upsert', signer)
     return signer
   }
 
-  get(id: string): SignerRecord {
-    const signer = this.repository.get(id)
-    if (!signer) throw notFound(id)
+  async get(id: string): Promise<SignerRecord> {
+    const signer = await this.options.store.repos.signers.get(id)
+    if (!signer) throw notFound('signer', id)
     return signer
   }
 
   list(params: ListParams) {
-    return this.repository.list(parseListQuery(params, SIGNER_LIST_SPEC))
+    return this.options.store.repos.signers.list(parseListQuery(params, SIGNER_LIST_SPEC))
   }
 
   listForClient(params: Pick<ListParams, 'limit' | 'offset'>) {
     const { limit, offset } = parseListQuery(params, SIGNER_LIST_SPEC)
-    return this.repository.listForClient(limit, offset)
+    return this.options.store.repos.signers.listForClient(limit, offset)
   }
 
   /** PUT: omitted optional fields reset to their defaults. */
-  replace(id: string, input: SignerInput): SignerRecord {
+  replace(id: string, input: SignerInput): Promise<SignerRecord> {
     return this.update(id, () => fromInput(input))
   }
 
   /** PATCH: only the keys present change. */
-  patch(id: string, patch: SignerPatch): SignerRecord {
-    return this.update(id, (current) => applyPatch(current, patch))
+  patch(id: string, patch: SignerPatch): Promise<SignerRecord> {
+    return this.update(id, (current) => applySignerPatch(current, patch))
   }
 
-  private update(id: string, change: (current: WritableSigner) => WritableSigner): SignerRecord {
-    const { db } = this.options
-    const [signer, previous] = db.transaction(() => {
-      const current = this.get(id)
+  private async update(
+    id: string,
+    change: (current: WritableSigner) => WritableSigner,
+  ): Promise<SignerRecord> {
+    const [signer, previous] = await this.options.store.transaction(async (tx) => {
+      const current = await tx.signers.get(id)
+      if (!current) throw notFound('signer', id)
       const now = this.options.clock().toISOString()
       const next = this.build(change(current), { id, createdAt: current.createdAt }, now)
-      if (!this.repository.update(next)) throw notFound(id)
+      if (!(await tx.signers.update(next))) throw notFound('signer', id)
+      await tx.publish({ entity: 'signer', op: 'upsert', id })
       return [next, current] as const
-    })()
-    this.emit({ type: 'upsert', signer, previous })
+    })
+    this.emit('upsert', signer, previous)
     return signer
   }
 
-  delete(id: string): void {
-    const signer = this.options.db.transaction(() => {
-      const current = this.get(id)
-      const field = this.options.referenceCheck?.(id)
+  async delete(id: string): Promise<void> {
+    const signer = await this.options.store.transaction(async (tx) => {
+      const current = await tx.signers.get(id)
+      if (!current) throw notFound('signer', id)
+      const field = await tx.policies.signerReference(id)
       if (field !== undefined) {
         throw new AppError('CAN_NOT_DELETE_REFERENCED_ENTITY', {
           cause: { field, reason: 'an authentication policy references this signer', value: id },
         })
       }
-      this.repository.delete(id)
+      await tx.signers.delete(id)
+      await tx.publish({ entity: 'signer', op: 'delete', id })
       return current
-    })()
-    this.emit({ type: 'delete', signer })
+    })
+    this.emit('delete', signer)
   }
 }

@@ -3,23 +3,9 @@ import type { ListPage, ListQuery, ListSpec } from './list-query.js'
 import { ListRunner } from './list-runner.js'
 import { mapUniqueViolation } from './sqlite-errors.js'
 
-/** An authentication policy as stored. */
-export interface AuthPolicyRecord {
-  id: string
-  name: string
-  certAllowed: boolean
-  updbAllowed: boolean
-  updbMinPasswordLength: number
-  updbRequireSpecialChar: boolean
-  updbRequireNumberChar: boolean
-  updbRequireMixedCase: boolean
-  extJwtAllowed: boolean
-  allowedSigners: string[]
-  requireExtJwtSigner: string | null
-  tags: Record<string, unknown>
-  createdAt: string
-  updatedAt: string
-}
+import type { AuthPolicyRecord } from './types.js'
+
+export type { AuthPolicyRecord }
 
 interface PolicyRow {
   id: string

@@ -1,4 +1,4 @@
-import type { Db } from './db.js'
+import type { Store, UnitOfWork } from './types.js'
 
 interface Pending<T> {
   item: T
@@ -7,38 +7,42 @@ interface Pending<T> {
 }
 
 /**
- * Group commit: items written in the same event-loop turn share one transaction, and each caller's
- * promise settles only once its item is committed (or failed). Under concurrent load this turns N
- * commits into one without giving up durability of anything already answered.
+ * Group commit: items written in the same event-loop turn share one unit of work (one multi-row
+ * statement where the store can), and each caller's promise settles only once its item is
+ * committed (or failed). Under concurrent load this turns N commits into one without giving up
+ * durability of anything already answered.
  */
 export class BatchWriter<T> {
   private queue: Pending<T>[] = []
 
   constructor(
-    private readonly db: Db,
-    private readonly write: (item: T) => void,
+    private readonly store: Store,
+    private readonly write: (tx: UnitOfWork, items: T[]) => Promise<void>,
   ) {}
 
   /** Resolves when the item is committed; rejects with the error its own write raised. */
   add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.queue.push({ item, resolve, reject }) === 1) setImmediate(() => this.flush())
+      if (this.queue.push({ item, resolve, reject }) === 1) setImmediate(() => void this.flush())
     })
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     const batch = this.queue
     this.queue = []
     try {
-      this.db.transaction(() => {
-        for (const p of batch) this.write(p.item)
-      })()
+      await this.store.transaction((tx) =>
+        this.write(
+          tx,
+          batch.map((p) => p.item),
+        ),
+      )
       for (const p of batch) p.resolve()
     } catch {
-      // One bad item must not fail the others: retry each in a transaction of its own.
+      // One bad item must not fail the others: retry each in a unit of work of its own.
       for (const p of batch) {
         try {
-          this.db.transaction(() => this.write(p.item))()
+          await this.store.transaction((tx) => this.write(tx, [p.item]))
           p.resolve()
         } catch (err) {
           p.reject(err)

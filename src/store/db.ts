@@ -9,14 +9,14 @@ export interface MigrationLog {
   info(obj: object, msg: string): void
 }
 
-interface Migration {
+export interface Migration {
   version: number
   name: string
   sql: string
 }
 
 /** The migrations folder sits at the package root, whether we run from src/ or from dist/src/. */
-function migrationsDir(): string {
+export function migrationsDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url))
   for (let i = 0; i < 5; i++) {
     const candidate = join(dir, 'migrations')
@@ -26,7 +26,7 @@ function migrationsDir(): string {
   throw new Error('migrations folder not found beside package.json')
 }
 
-export function readMigrations(dir = migrationsDir()): Migration[] {
+export function readMigrations(dir = join(migrationsDir(), 'sqlite')): Migration[] {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort()

@@ -3,19 +3,9 @@ import type { ListPage, ListQuery, ListSpec } from './list-query.js'
 import { ListRunner } from './list-runner.js'
 import { mapUniqueViolation } from './sqlite-errors.js'
 
-/** An identity as stored (without its password hash). */
-export interface IdentityRecord {
-  id: string
-  name: string
-  externalId: string | null
-  isAdmin: boolean
-  isDefaultAdmin: boolean
-  disabled: boolean
-  authPolicyId: string
-  tags: Record<string, unknown>
-  createdAt: string
-  updatedAt: string
-}
+import type { IdentityRecord } from './types.js'
+
+export type { IdentityRecord }
 
 interface IdentityRow {
   id: string

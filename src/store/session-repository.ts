@@ -1,17 +1,8 @@
 import type { Db } from './db.js'
 
-/** An API session as stored; the token itself is never stored, only its SHA-256. */
-export interface SessionRecord {
-  id: string
-  tokenHash: Buffer
-  identityId: string
-  authenticatorId: string
-  ipAddress: string
-  createdAt: string
-  updatedAt: string
-  lastActivityAt: string
-  expiresAt: string
-}
+import type { SessionRecord } from './types.js'
+
+export type { SessionRecord }
 
 interface SessionRow {
   id: string
@@ -48,6 +39,7 @@ export class SessionRepository {
   private readonly deleteForIdentityStmt
   private readonly deleteExpiredStmt
   private readonly countForIdentityStmt
+  private readonly countStmt
 
   constructor(db: Db) {
     this.insertStmt = db.prepare<SessionRow>(
@@ -67,9 +59,15 @@ export class SessionRepository {
       'DELETE FROM api_sessions WHERE identity_id = ?',
     )
     this.deleteExpiredStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE expires_at < ?')
+    this.countStmt = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM api_sessions')
     this.countForIdentityStmt = db.prepare<[string], { n: number }>(
       'SELECT count(*) AS n FROM api_sessions WHERE identity_id = ?',
     )
+  }
+
+  /** Call inside a transaction: the sessions of one group commit. */
+  insertMany(sessions: SessionRecord[]): void {
+    for (const s of sessions) this.insert(s)
   }
 
   insert(s: SessionRecord): void {
@@ -95,16 +93,20 @@ export class SessionRepository {
     this.touchStmt.run(lastActivityAt, expiresAt, id)
   }
 
-  delete(id: string): void {
-    this.deleteStmt.run(id)
+  delete(id: string): boolean {
+    return this.deleteStmt.run(id).changes > 0
   }
 
-  deleteForIdentity(identityId: string): void {
-    this.deleteForIdentityStmt.run(identityId)
+  deleteForIdentity(identityId: string): number {
+    return this.deleteForIdentityStmt.run(identityId).changes
   }
 
   deleteExpired(before: string): number {
     return this.deleteExpiredStmt.run(before).changes
+  }
+
+  count(): number {
+    return (this.countStmt.get() as { n: number }).n // count(*) yields a row
   }
 
   countForIdentity(identityId: string): number {

@@ -3,38 +3,9 @@ import type { ListPage, ListQuery, ListSpec } from './list-query.js'
 import { ListRunner } from './list-runner.js'
 import { mapUniqueViolation } from './sqlite-errors.js'
 
-export type TargetToken = 'ACCESS' | 'ID'
+import type { ClientSignerRow, SignerRecord, TargetToken } from './types.js'
 
-/** An external JWT signer as stored. */
-export interface SignerRecord {
-  id: string
-  name: string
-  enabled: boolean
-  issuer: string
-  audience: string
-  jwksEndpoint: string | null
-  certPem: string | null
-  kid: string | null
-  claimsProperty: string
-  useExternalId: boolean
-  externalAuthUrl: string | null
-  clientId: string | null
-  scopes: string[] | null
-  targetToken: TargetToken
-  commonName: string | null
-  fingerprint: string | null
-  notBefore: string | null
-  notAfter: string | null
-  tags: Record<string, unknown>
-  createdAt: string
-  updatedAt: string
-}
-
-export interface ClientSignerRow {
-  id: string
-  name: string
-  externalAuthUrl: string
-}
+export type { ClientSignerRow, SignerRecord, TargetToken }
 
 interface SignerRow {
   id: string
@@ -182,6 +153,7 @@ export class SignerRepository {
   private readonly deleteStmt
   private readonly getStmt
   private readonly allStmt
+  private readonly byIssuerStmt
   private readonly clientListStmt
   private readonly lists: ListRunner<SignerRow, SignerRecord>
 
@@ -196,6 +168,7 @@ export class SignerRepository {
     this.deleteStmt = db.prepare<[string]>('DELETE FROM signers WHERE id = ?')
     this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
     this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
+    this.byIssuerStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE issuer = ?')
     this.clientListStmt = db.prepare<[number, number], ClientSignerRow>(
       `SELECT id, name, external_auth_url AS externalAuthUrl FROM signers
        WHERE enabled = 1 AND external_auth_url IS NOT NULL ORDER BY id LIMIT ? OFFSET ?`,
@@ -226,6 +199,11 @@ export class SignerRepository {
 
   get(id: string): SignerRecord | undefined {
     const row = this.getStmt.get(id)
+    return row ? toRecord(row) : undefined
+  }
+
+  getByIssuer(issuer: string): SignerRecord | undefined {
+    const row = this.byIssuerStmt.get(issuer)
     return row ? toRecord(row) : undefined
   }
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { onTestFinished } from 'vitest'
 import { type BuildAppOptions, buildApp } from '../../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config.js'
+import { freshPostgresUrl, type StoreKind } from './stores.js'
 
 export const ADMIN_USER = 'admin'
 export const ADMIN_PASSWORD = 'admin-password-123'
@@ -44,16 +45,23 @@ export const loopbackOnlyResolver = async (hostname: string) => {
   throw new Error(`tests resolve no names (${hostname})`)
 }
 
-/** The real app on a fresh in-memory database, closed when the test ends. */
+/**
+ * The real app on a fresh database (SQLite in memory, or this file's PostgreSQL database emptied),
+ * closed when the test ends.
+ */
 export async function buildTestApp(
-  options: Partial<Omit<BuildAppOptions, 'config'>> & { config?: Partial<Config> } = {},
+  options: Partial<Omit<BuildAppOptions, 'config'>> & {
+    config?: Partial<Config>
+    storeKind?: StoreKind
+  } = {},
 ): Promise<FastifyInstance> {
-  const { config, ...rest } = options
+  const { config, storeKind = 'sqlite', ...rest } = options
+  const dbPath = storeKind === 'postgres' ? await freshPostgresUrl() : ':memory:'
   const app = await buildApp({
     logger: false,
     resolver: loopbackOnlyResolver,
     ...rest,
-    config: testConfig(config),
+    config: testConfig({ dbPath, dbPoolSize: 4, ...config }),
   })
   onTestFinished(() => app.close())
   return app

@@ -1,15 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { ChangeBus } from '../../src/changes.js'
 import { ExternalJwtVerifier } from '../../src/jwt/authenticate.js'
 import { JwksFetcher } from '../../src/jwt/jwks-fetch.js'
 import { SignerKeys } from '../../src/jwt/signer-keys.js'
 import { VerifiedTokenCache } from '../../src/jwt/verified-cache.js'
 import { SignerService } from '../../src/signers/signer-service.js'
-import { AuthPolicyRepository } from '../../src/store/auth-policy-repository.js'
-import { openDatabase } from '../../src/store/db.js'
-import { IdentityRepository } from '../../src/store/identity-repository.js'
 import { testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
+import { openTestStore } from '../helpers/stores.js'
 
 let cert: TestCert
 beforeAll(async () => {
@@ -62,9 +61,9 @@ describe('VerifiedTokenCache', () => {
 describe('ExternalJwtVerifier', () => {
   it('verifies a repeated token once and answers the repeats from the cache', async () => {
     const clock = testClock()
-    const db = openDatabase(':memory:')
-    const signers = new SignerService({ db, clock })
-    const signer = signers.create({
+    const store = await openTestStore('sqlite')
+    const signers = new SignerService({ store, changes: new ChangeBus(), clock })
+    const signer = await signers.create({
       name: 's',
       enabled: true,
       issuer: 'https://i',
@@ -72,9 +71,9 @@ describe('ExternalJwtVerifier', () => {
       certPem: cert.certPem,
       kid: 'k1',
     })
-    const identities = new IdentityRepository(db)
+    const identities = store.repos.identities
     const now = clock().toISOString()
-    identities.insert({
+    const alice = {
       id: 'alice',
       name: 'alice',
       externalId: null,
@@ -85,7 +84,8 @@ describe('ExternalJwtVerifier', () => {
       tags: {},
       createdAt: now,
       updatedAt: now,
-    })
+    }
+    await store.transaction((tx) => tx.identities.insert(alice))
     const fetcher = new JwksFetcher({
       policy: { allowHttp: true, blockPrivate: false },
       timeoutMs: 1000,
@@ -98,13 +98,13 @@ describe('ExternalJwtVerifier', () => {
       log: { info: () => {}, warn: () => {} },
     })
     keys.load([signer])
-    const policies = new AuthPolicyRepository(db)
     const verifier = new ExternalJwtVerifier(
       keys,
       {
         byId: (id) => identities.get(id),
         byExternalId: (e) => identities.getByExternalId(e),
-        policy: (id) => policies.get(id),
+        policy: (id) => store.repos.policies.get(id),
+        stale: () => false,
       },
       { clock, clockToleranceMs: 0 },
       new VerifiedTokenCache(clock),
@@ -115,18 +115,10 @@ describe('ExternalJwtVerifier', () => {
       { kid: 'k1', now: clock() },
     )
     for (let i = 0; i < 5; i++) {
-      expect(
-        (
-          await verifier.secondary(
-            [token],
-            identities.get('alice') as NonNullable<ReturnType<IdentityRepository['get']>>,
-            signer.id,
-          )
-        ).met,
-      ).toBe(true)
+      expect((await verifier.secondary([token], alice, signer.id)).met).toBe(true)
     }
     expect(verifier.stats).toEqual({ verified: 1, cacheHits: 4 })
     await fetcher.close()
-    db.close()
+    await store.close()
   })
 })

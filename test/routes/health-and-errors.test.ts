@@ -1,8 +1,7 @@
-import Database from 'better-sqlite3'
 import { describe, expect, it, vi } from 'vitest'
-import { migrate } from '../../src/store/db.js'
 import { SignerRepository } from '../../src/store/signer-repository.js'
 import { buildTestApp, login } from '../helpers/app.js'
+import { openTestStore } from '../helpers/stores.js'
 
 describe('health checks', () => {
   it('answers 200 healthy while the store answers', async () => {
@@ -14,10 +13,9 @@ describe('health checks', () => {
   })
 
   it('answers 503 unhealthy when the store does not', async () => {
-    const db = new Database(':memory:')
-    migrate(db)
-    const app = await buildTestApp({ db })
-    db.close()
+    const store = await openTestStore('sqlite')
+    const app = await buildTestApp({ store })
+    await store.close()
     const res = await app.inject({ method: 'GET', url: '/health-checks' })
     expect(res.statusCode).toBe(503)
     expect(res.json().data).toMatchObject({

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { SessionService } from '../../src/identities/session-service.js'
-import { openDatabase } from '../../src/store/db.js'
-import { IdentityRepository } from '../../src/store/identity-repository.js'
-import { SessionRepository } from '../../src/store/session-repository.js'
 import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, login, testClock } from '../helpers/app.js'
+import { openTestStore } from '../helpers/stores.js'
 
 const AUTH = '/edge/management/v1/authenticate?method=password'
 const CURRENT = '/edge/management/v1/current-api-session'
@@ -119,24 +117,21 @@ describe('password login and API sessions', () => {
 
   it('purges expired sessions from the store', async () => {
     const clock = testClock()
-    const db = openDatabase(':memory:')
-    const app = await buildTestApp({ clock, db, config: { sessionTimeoutMs: 60_000 } })
+    const store = await openTestStore('sqlite')
+    const app = await buildTestApp({ clock, store, config: { sessionTimeoutMs: 60_000 } })
     await login(app)
     await login(app)
-    const count = () =>
-      (db.prepare('SELECT count(*) AS n FROM api_sessions').get() as { n: number }).n
     const sessions = new SessionService({
-      db,
-      sessions: new SessionRepository(db),
-      identities: new IdentityRepository(db),
+      store,
+      identity: (id) => store.repos.identities.get(id),
       clock,
       timeoutMs: 60_000,
     })
-    expect(sessions.purgeExpired()).toBe(0)
+    expect(await sessions.purgeExpired()).toBe(0)
     clock.advance(60_001)
-    expect(sessions.purgeExpired()).toBe(2)
-    expect(count()).toBe(0)
-    db.close()
+    expect(await sessions.purgeExpired()).toBe(2)
+    expect(await store.repos.sessions.count()).toBe(0)
+    await store.close()
   })
 
   it('expires idle sessions and slides the expiry with activity', async () => {

@@ -1,44 +1,72 @@
-import Database from 'better-sqlite3'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { newId } from '../../src/ids.js'
 import { BatchWriter } from '../../src/store/batch-writer.js'
+import type { SessionRecord, Store } from '../../src/store/types.js'
+import { openTestStore, STORES } from '../helpers/stores.js'
 
-function setup() {
-  const db = new Database(':memory:')
-  db.exec('CREATE TABLE t (id TEXT PRIMARY KEY)')
-  const insert = db.prepare<[string]>('INSERT INTO t (id) VALUES (?)')
-  let commits = 0
-  const count = () => (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n
-  const countCommits = () => commits
-  // Spy on the transactions the writer runs (a real database underneath).
-  const original = db.transaction.bind(db)
-  db.transaction = ((fn: (...args: unknown[]) => unknown) => {
-    const tx = original(fn)
-    return Object.assign((...args: unknown[]) => {
-      commits++
-      return tx(...args)
-    }, tx)
-  }) as typeof db.transaction
-  const writer = new BatchWriter<string>(db, (id) => insert.run(id))
-  return { db, writer, count, countCommits }
+function session(identityId: string, id = newId()): SessionRecord {
+  const now = new Date().toISOString()
+  return {
+    id,
+    tokenHash: Buffer.from(id.padEnd(32, 'x')),
+    identityId,
+    authenticatorId: 'updb',
+    ipAddress: '127.0.0.1',
+    createdAt: now,
+    updatedAt: now,
+    lastActivityAt: now,
+    expiresAt: now,
+  }
 }
 
-describe('BatchWriter', () => {
+describe.each(STORES)('BatchWriter on %s', (kind) => {
+  let store: Store
+  afterEach(async () => store?.close())
+
+  async function setup() {
+    store = await openTestStore(kind)
+    const now = new Date().toISOString()
+    await store.transaction((tx) =>
+      tx.identities.insert({
+        id: 'alice',
+        name: 'alice',
+        externalId: null,
+        isAdmin: false,
+        isDefaultAdmin: false,
+        disabled: false,
+        authPolicyId: 'default',
+        tags: {},
+        createdAt: now,
+        updatedAt: now,
+      }),
+    )
+    const units = vi.spyOn(store, 'transaction')
+    const writer = new BatchWriter<SessionRecord>(store, (tx, items) =>
+      tx.sessions.insertMany(items),
+    )
+    return { writer, units }
+  }
+
   it('commits items added in the same turn together, and settles each only once stored', async () => {
-    const { writer, count, countCommits } = setup()
-    const pending = ['a', 'b', 'c'].map((id) => writer.add(id))
-    expect(count()).toBe(0)
+    const { writer, units } = await setup()
+    const pending = [1, 2, 3].map(() => writer.add(session('alice')))
+    expect(await store.repos.sessions.count()).toBe(0)
     await Promise.all(pending)
-    expect(count()).toBe(3)
-    expect(countCommits()).toBe(1)
-    await writer.add('d')
-    expect(countCommits()).toBe(2)
+    expect(await store.repos.sessions.count()).toBe(3)
+    expect(units).toHaveBeenCalledTimes(1)
+    await writer.add(session('alice'))
+    expect(units).toHaveBeenCalledTimes(2)
   })
 
   it('fails only the item whose write fails', async () => {
-    const { writer, count } = setup()
-    await writer.add('dup')
-    const results = await Promise.allSettled(['x', 'dup', 'y'].map((id) => writer.add(id)))
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
-    expect(count()).toBe(3)
+    const { writer } = await setup()
+    await writer.add(session('alice', 'dup'))
+    const results = await Promise.allSettled(
+      [session('alice'), session('alice', 'dup'), session('nobody'), session('alice')].map((s) =>
+        writer.add(s),
+      ),
+    )
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled'])
+    expect(await store.repos.sessions.count()).toBe(3)
   })
 })

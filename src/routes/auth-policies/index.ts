@@ -1,5 +1,4 @@
-import type { AuthPolicyService } from '../../policies/auth-policy-service.js'
-import { AUTH_POLICY_LIST_SPEC, type AuthPolicyRecord } from '../../store/auth-policy-repository.js'
+import type { AuthPolicyRecord, AuthPolicyService } from '../../policies/auth-policy-service.js'
 import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
 import {
@@ -45,7 +44,6 @@ export function authPolicyRoutesOptions(policies: AuthPolicyService, auth: AuthD
     patch: AuthPolicyPatchSchema,
     detailEnvelope: AuthPolicyDetailEnvelopeSchema,
     listEnvelope: AuthPolicyListEnvelopeSchema,
-    filterable: Object.keys(AUTH_POLICY_LIST_SPEC.filterable),
     toDetail: toAuthPolicyDetail,
     auth: requireSession(auth, { admin: true }),
   }

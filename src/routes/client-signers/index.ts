@@ -25,7 +25,7 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> 
     },
     async (request) => {
       return {
-        data: signers.listForClient(request.query).map((s) => ({
+        data: (await signers.listForClient(request.query)).map((s) => ({
           ...s,
           _links: { self: { href: `./external-jwt-signers/${s.id}` } },
         })),

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { Db } from '../../store/db.js'
 
 const CheckSchema = Type.Object({
   id: Type.String(),
@@ -15,8 +14,10 @@ const HealthEnvelopeSchema = Type.Object({
 })
 
 /** Liveness of the store: 200 while it answers a query, 503 when it does not. */
-const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
-  const ping = db.prepare('SELECT 1')
+const healthRoutes: FastifyPluginAsyncTypebox<{ ping: () => Promise<void> }> = async (
+  app,
+  { ping },
+) => {
   app.get(
     '/health-checks',
     {
@@ -29,7 +30,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) 
       const started = process.hrtime.bigint()
       let healthy = true
       try {
-        ping.get()
+        await ping()
       } catch (err) {
         healthy = false
         request.log.warn({ err }, 'store health check failed')

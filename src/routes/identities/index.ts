@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { IdentityService } from '../../identities/identity-service.js'
+import type { IdentityRecord, IdentityService } from '../../identities/identity-service.js'
 import type { SessionService } from '../../identities/session-service.js'
-import { IDENTITY_LIST_SPEC, type IdentityRecord } from '../../store/identity-repository.js'
+import type { AuthPolicyService } from '../../policies/auth-policy-service.js'
 import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses, IdParamsSchema } from '../common-schemas.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
@@ -15,8 +15,8 @@ import {
   PasswordBodySchema,
 } from './schemas.js'
 
-export function identityDetail(identities: IdentityService, sessions: SessionService) {
-  return (i: IdentityRecord): IdentityDetail => ({
+export function identityDetail(policies: AuthPolicyService, sessions: SessionService) {
+  return async (i: IdentityRecord): Promise<IdentityDetail> => ({
     id: i.id,
     _links: selfLink('identities', i.id),
     createdAt: i.createdAt,
@@ -30,11 +30,11 @@ export function identityDetail(identities: IdentityService, sessions: SessionSer
     authPolicyId: i.authPolicyId,
     authPolicy: {
       id: i.authPolicyId,
-      name: identities.policyOf(i)?.name ?? '',
+      name: (await policies.policyOf(i))?.name ?? '',
       entity: 'auth-policies',
       _links: selfLink('auth-policies', i.authPolicyId),
     },
-    hasApiSession: sessions.hasSession(i.id),
+    hasApiSession: await sessions.hasSession(i.id),
     type: {
       id: 'Default',
       name: 'Default',
@@ -58,7 +58,11 @@ export function identityDetail(identities: IdentityService, sessions: SessionSer
   })
 }
 
-export function identityRoutesOptions(identities: IdentityService, auth: AuthDeps) {
+export function identityRoutesOptions(
+  identities: IdentityService,
+  policies: AuthPolicyService,
+  auth: AuthDeps,
+) {
   return {
     segment: 'identities',
     tag: 'Identities',
@@ -67,8 +71,7 @@ export function identityRoutesOptions(identities: IdentityService, auth: AuthDep
     patch: IdentityPatchSchema,
     detailEnvelope: IdentityDetailEnvelopeSchema,
     listEnvelope: IdentityListEnvelopeSchema,
-    filterable: Object.keys(IDENTITY_LIST_SPEC.filterable),
-    toDetail: identityDetail(identities, auth.sessions),
+    toDetail: identityDetail(policies, auth.sessions),
     auth: requireSession(auth, { admin: true }),
   }
 }

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError } from '../../errors.js'
-import { checkPassword, type PrimaryMethodCheck } from '../../identities/password-login.js'
+import type { IdentityRecord } from '../../identities/identity-service.js'
+import { checkPassword, type PasswordLoginDeps } from '../../identities/password-login.js'
+import type { SessionRecord } from '../../identities/session-service.js'
 import { bearerChallenge, bearerTokens } from '../../jwt/challenge.js'
 import { JwtRejected } from '../../jwt/verify.js'
-import type { IdentityRecord, IdentityRepository } from '../../store/identity-repository.js'
-import type { SessionRecord } from '../../store/session-repository.js'
 import {
   type AuthDeps,
   authQueries,
@@ -26,8 +26,7 @@ import {
 
 export interface SessionRoutesOptions {
   auth: AuthDeps
-  identities: IdentityRepository
-  allowsPrimary: PrimaryMethodCheck
+  passwords: PasswordLoginDeps
   /** Requests per second per client address on /authenticate; 0 is off. */
   rateLimit: number
   clock: () => Date
@@ -76,7 +75,7 @@ function sessionHeaders(reply: FastifyReply, session: SessionRecord, seconds: nu
 
 /** Login, the caller's own session and identity; registered under the client and management APIs. */
 const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, opts) => {
-  const { auth, identities, allowsPrimary } = opts
+  const { auth, passwords } = opts
   const { sessions, verifier } = auth
   const tags = ['Authentication']
   const limiter = opts.rateLimit > 0 ? rateLimit(opts.rateLimit, opts.clock) : undefined
@@ -105,7 +104,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
     if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
     return {
-      identity: await checkPassword(identities, username, password, allowsPrimary),
+      identity: await checkPassword(passwords, username, password),
       authenticatorId: 'updb',
     }
   }
@@ -180,7 +179,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       schema: { tags, response: { 200: EmptyEnvelopeSchema, ...errorResponses(401) } },
     },
     async (request) => {
-      sessions.end((request.auth as NonNullable<FastifyRequest['auth']>).session.id) // set by the hook
+      await sessions.end((request.auth as NonNullable<FastifyRequest['auth']>).session.id) // set by the hook
       return { data: {}, meta: {} }
     },
   )

@@ -1,5 +1,4 @@
-import type { SignerService } from '../../signers/signer-service.js'
-import { SIGNER_LIST_SPEC, type SignerRecord } from '../../store/signer-repository.js'
+import type { SignerRecord, SignerService } from '../../signers/signer-service.js'
 import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
 import {
@@ -48,7 +47,6 @@ export function signerRoutesOptions(signers: SignerService, auth: AuthDeps) {
     patch: SignerPatchSchema,
     detailEnvelope: SignerDetailEnvelopeSchema,
     listEnvelope: SignerListEnvelopeSchema,
-    filterable: Object.keys(SIGNER_LIST_SPEC.filterable),
     toDetail: toSignerDetail,
     auth: requireSession(auth, { admin: true }),
   }

@@ -1,0 +1,160 @@
+import type { ListPage, ListQuery } from '../list-query.js'
+import type { IdentityRecord, IdentityRepository } from '../types.js'
+import { iso, mapPgError } from './errors.js'
+import { PgListRunner } from './list-runner.js'
+import type { Queryable } from './pool.js'
+
+interface IdentityRow {
+  id: string
+  name: string
+  external_id: string | null
+  is_admin: boolean
+  is_default_admin: boolean
+  disabled: boolean
+  auth_policy_id: string
+  tags: Record<string, unknown>
+  created_at: Date
+  updated_at: Date
+}
+
+function toRecord(r: IdentityRow): IdentityRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    externalId: r.external_id,
+    isAdmin: r.is_admin,
+    isDefaultAdmin: r.is_default_admin,
+    disabled: r.disabled,
+    authPolicyId: r.auth_policy_id,
+    tags: r.tags,
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  }
+}
+
+function values(i: IdentityRecord): unknown[] {
+  return [
+    i.id,
+    i.name,
+    i.externalId,
+    i.isAdmin,
+    i.isDefaultAdmin,
+    i.disabled,
+    i.authPolicyId,
+    JSON.stringify(i.tags),
+    i.updatedAt,
+    i.createdAt,
+  ]
+}
+
+// Every column but the password hash, which only its own two methods read and write.
+const COLUMNS = `id, name, external_id, is_admin, is_default_admin, disabled, auth_policy_id, tags,
+  created_at, updated_at`
+const UNIQUE = { identities_name_key: 'name', identities_external_id_key: 'externalId' }
+
+/** Persistence of identities and their password hashes on PostgreSQL. */
+export class PgIdentityRepository implements IdentityRepository {
+  private static readonly lists = new PgListRunner<IdentityRow, IdentityRecord>(
+    'identities',
+    toRecord,
+  )
+
+  constructor(private readonly db: Queryable) {}
+
+  private async one(name: string, where: string, value: string) {
+    try {
+      const res = await this.db.query<IdentityRow>({
+        name,
+        text: `SELECT ${COLUMNS} FROM identities WHERE ${where} = $1`,
+        values: [value],
+      })
+      const row = res.rows[0]
+      return row ? toRecord(row) : undefined
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  private async changed(text: string, params: unknown[], record?: IdentityRecord) {
+    try {
+      return ((await this.db.query(text, params)).rowCount ?? 0) > 0
+    } catch (err) {
+      throw mapPgError(err, UNIQUE, record ? { ...record } : {})
+    }
+  }
+
+  private async count(text: string): Promise<number> {
+    try {
+      return ((await this.db.query(text)).rows[0] as { n: number }).n // count(*) yields a row
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  async insert(identity: IdentityRecord): Promise<void> {
+    await this.changed(
+      `INSERT INTO identities (id, name, external_id, is_admin, is_default_admin, disabled,
+         auth_policy_id, tags, updated_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      values(identity),
+      identity,
+    )
+  }
+
+  update(identity: IdentityRecord): Promise<boolean> {
+    return this.changed(
+      `UPDATE identities SET name = $2, external_id = $3, is_admin = $4, is_default_admin = $5,
+         disabled = $6, auth_policy_id = $7, tags = $8, updated_at = $9 WHERE id = $1`,
+      values(identity).slice(0, 9),
+      identity,
+    )
+  }
+
+  delete(id: string): Promise<boolean> {
+    return this.changed('DELETE FROM identities WHERE id = $1', [id])
+  }
+
+  get(id: string): Promise<IdentityRecord | undefined> {
+    return this.one('identity-by-id', 'id', id)
+  }
+
+  getByName(name: string): Promise<IdentityRecord | undefined> {
+    return this.one('identity-by-name', 'name', name)
+  }
+
+  getByExternalId(externalId: string): Promise<IdentityRecord | undefined> {
+    return this.one('identity-by-external-id', 'external_id', externalId)
+  }
+
+  async passwordHash(id: string): Promise<string | null> {
+    try {
+      const res = await this.db.query<{ password_hash: string | null }>(
+        'SELECT password_hash FROM identities WHERE id = $1',
+        [id],
+      )
+      return res.rows[0]?.password_hash ?? null
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  setPasswordHash(id: string, hash: string, updatedAt: string): Promise<boolean> {
+    return this.changed('UPDATE identities SET password_hash = $1, updated_at = $2 WHERE id = $3', [
+      hash,
+      updatedAt,
+      id,
+    ])
+  }
+
+  countEnabledAdmins(): Promise<number> {
+    return this.count('SELECT count(*)::int AS n FROM identities WHERE is_admin AND NOT disabled')
+  }
+
+  async hasAdmin(): Promise<boolean> {
+    return (await this.count('SELECT count(*)::int AS n FROM identities WHERE is_admin')) > 0
+  }
+
+  list(query: ListQuery): Promise<ListPage<IdentityRecord>> {
+    return PgIdentityRepository.lists.run(this.db, query)
+  }
+}

@@ -1,0 +1,127 @@
+import pg from 'pg'
+import type { FeedEvent, StoreChange } from '../types.js'
+import { clientConfig, type PgSettings } from './pool.js'
+
+export const CHANNEL = 'ctrl_changes'
+const PING_INTERVAL_MS = 1000
+const MAX_BACKOFF_MS = 2000
+
+/**
+ * Listens for other instances' changes on one dedicated connection. While that connection is down,
+ * the instance may miss a change, so it reports `stale` at once (callers then bypass every cache)
+ * and `fresh` once it listens again (callers reload their caches). A ping every second notices a
+ * connection that died without a word.
+ */
+export class ChangeListener {
+  private client: pg.Client | undefined
+  private closed = false
+  private timer: NodeJS.Timeout | undefined
+  private backoff = 100
+  private connected = false
+  private readonly listeners: ((event: FeedEvent) => void)[] = []
+
+  constructor(
+    private readonly settings: PgSettings,
+    /** This instance's id: its own notifications are already applied locally. */
+    private readonly instanceId: string,
+    private readonly log: {
+      warn(obj: object, msg: string): void
+      info(obj: object, msg: string): void
+    },
+  ) {}
+
+  get stale(): boolean {
+    return !this.connected
+  }
+
+  on(listener: (event: FeedEvent) => void): void {
+    this.listeners.push(listener)
+  }
+
+  private emit(event: FeedEvent): void {
+    for (const listener of this.listeners) listener(event)
+  }
+
+  /** Connects once; resolves when listening (start-up waits for it), rejects if it cannot. */
+  async start(): Promise<void> {
+    await this.connect()
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client(clientConfig(this.settings))
+    client.on('error', () => this.lost(client))
+    client.on('end', () => this.lost(client))
+    client.on('notification', (msg) => this.received(msg.payload))
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${CHANNEL}`)
+    } catch (err) {
+      await client.end().catch(() => {})
+      throw err
+    }
+    if (this.closed) {
+      await client.end().catch(() => {})
+      return
+    }
+    this.client = client
+    this.backoff = 100
+    const wasStale = !this.connected
+    this.connected = true
+    this.timer = setInterval(() => {
+      client.query('SELECT 1').catch(() => this.lost(client))
+    }, PING_INTERVAL_MS)
+    this.timer.unref()
+    if (wasStale) this.emit({ type: 'fresh' })
+  }
+
+  private received(payload: string | undefined): void {
+    if (!payload) return
+    let parsed: { from?: unknown; change?: StoreChange }
+    try {
+      parsed = JSON.parse(payload) as { from?: unknown; change?: StoreChange } // our own format
+    } catch {
+      return
+    }
+    if (parsed.from === this.instanceId || !parsed.change) return
+    this.emit({ type: 'change', change: parsed.change })
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return
+    this.client = undefined
+    clearInterval(this.timer)
+    client.end().catch(() => {})
+    if (this.connected) {
+      this.connected = false
+      this.log.warn({}, 'change notifications lost; caches bypassed until they are back')
+      this.emit({ type: 'stale' })
+    }
+    this.reconnect()
+  }
+
+  private reconnect(): void {
+    if (this.closed) return
+    const delay = this.backoff
+    this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS)
+    setTimeout(() => {
+      if (this.closed) return
+      this.connect().then(
+        () => this.log.info({}, 'change notifications back'),
+        () => this.reconnect(),
+      )
+    }, delay).unref()
+  }
+
+  /** The payload a unit of work sends with pg_notify. */
+  payload(change: StoreChange): string {
+    return JSON.stringify({ from: this.instanceId, change })
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    clearInterval(this.timer)
+    const client = this.client
+    this.client = undefined
+    await client?.end().catch(() => {})
+  }
+}

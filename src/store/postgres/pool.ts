@@ -1,0 +1,125 @@
+import pg from 'pg'
+import { AppError } from '../../errors.js'
+
+export interface PgSettings {
+  url: string
+  /** Connections per instance. */
+  poolSize: number
+  /** How long start-up keeps retrying an unreachable server. */
+  connectTimeoutMs: number
+  /** Longest a statement (or waiting for a connection) may take before the request gets a 503. */
+  statementTimeoutMs: number
+}
+
+export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+
+/** The URL with its password hidden, for log lines and error messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password !== '') u.password = '***'
+    return u.toString()
+  } catch {
+    return 'postgres://(unparseable URL)'
+  }
+}
+
+/** A driver or network message with anything that looks like the URL's password removed. */
+export function redactMessage(message: string, url: string): string {
+  let password = ''
+  try {
+    password = decodeURIComponent(new URL(url).password)
+  } catch {
+    // an unparseable URL has no password to hide
+  }
+  return password === '' ? message : message.split(password).join('***')
+}
+
+/** Connection settings shared by the pool and the notification listener. */
+export function clientConfig(s: PgSettings): pg.ClientConfig {
+  return {
+    connectionString: s.url,
+    statement_timeout: s.statementTimeoutMs,
+    // A server that vanished without closing the socket answers nothing: give up client-side too.
+    query_timeout: s.statementTimeoutMs + 1000,
+    connectionTimeoutMillis: s.statementTimeoutMs,
+    keepAlive: true,
+    application_name: 'ext-jwt-controller',
+  }
+}
+
+export function createPool(s: PgSettings): pg.Pool {
+  const pool = new pg.Pool({ ...clientConfig(s), max: s.poolSize, idleTimeoutMillis: 30_000 })
+  // An idle client that loses its server emits here; the pool drops it and makes a new one later.
+  pool.on('error', () => {})
+  return pool
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '57014', // query_canceled (statement timeout)
+  '53300', // too_many_connections
+])
+
+/** True when an error means "the database cannot be reached or did not answer in time". */
+export function isUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false
+  const code = (err as { code?: unknown }).code
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) {
+    return true
+  }
+  return /timeout|terminated|Connection terminated|not queryable|ended/i.test(err.message)
+}
+
+/** Turns an unreachable database into a 503 in the error envelope; other errors pass through. */
+export function unavailable(err: unknown): unknown {
+  if (err instanceof AppError || !isUnavailable(err)) return err
+  return new AppError('SERVICE_UNAVAILABLE', {
+    cause: { field: 'database', reason: 'the database does not answer; try again shortly' },
+  })
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Waits until the server answers, retrying with backoff (0.25 s doubling to 5 s) for at most
+ * `connectTimeoutMs`; then throws an error whose message names the cause without the password.
+ */
+export async function waitForServer(
+  s: PgSettings,
+  onRetry?: (attempt: number, reason: string) => void,
+): Promise<void> {
+  const deadline = Date.now() + s.connectTimeoutMs
+  let delay = 250
+  for (let attempt = 1; ; attempt++) {
+    const client = new pg.Client({
+      ...clientConfig(s),
+      connectionTimeoutMillis: Math.max(1000, Math.min(10_000, deadline - Date.now())),
+    })
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      await client.query('SELECT 1')
+      await client.end()
+      return
+    } catch (err) {
+      await client.end().catch(() => {})
+      const reason = redactMessage(err instanceof Error ? err.message : String(err), s.url)
+      if (!isUnavailable(err) || Date.now() + delay > deadline) {
+        throw new Error(`CTRL_DB: cannot reach PostgreSQL at ${redactUrl(s.url)}: ${reason}`)
+      }
+      onRetry?.(attempt, reason)
+      await sleep(delay)
+      delay = Math.min(delay * 2, 5000)
+    }
+  }
+}

@@ -1,0 +1,105 @@
+import type { SessionRecord, SessionRepository } from '../types.js'
+import { iso, mapPgError } from './errors.js'
+import type { Queryable } from './pool.js'
+
+interface SessionRow {
+  id: string
+  token_hash: Buffer
+  identity_id: string
+  authenticator_id: string
+  ip_address: string
+  created_at: Date
+  updated_at: Date
+  last_activity_at: Date
+  expires_at: Date
+}
+
+function toRecord(r: SessionRow): SessionRecord {
+  return {
+    id: r.id,
+    tokenHash: r.token_hash,
+    identityId: r.identity_id,
+    authenticatorId: r.authenticator_id,
+    ipAddress: r.ip_address,
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+    lastActivityAt: iso(r.last_activity_at),
+    expiresAt: iso(r.expires_at),
+  }
+}
+
+const FIELDS = 9
+
+/** Persistence of API sessions on PostgreSQL. */
+export class PgSessionRepository implements SessionRepository {
+  constructor(private readonly db: Queryable) {}
+
+  private async run(text: string, values: unknown[], name?: string) {
+    try {
+      return await this.db.query(name ? { name, text, values } : { text, values })
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  /** One multi-row INSERT: a group commit of every login of an event-loop turn. */
+  async insertMany(sessions: SessionRecord[]): Promise<void> {
+    if (sessions.length === 0) return
+    const rows = sessions.map((_, r) => {
+      const p = Array.from({ length: FIELDS }, (_, c) => `$${r * FIELDS + c + 1}`)
+      return `(${p.join(', ')})`
+    })
+    const values = sessions.flatMap((s) => [
+      s.id,
+      s.tokenHash,
+      s.identityId,
+      s.authenticatorId,
+      s.ipAddress,
+      s.createdAt,
+      s.updatedAt,
+      s.lastActivityAt,
+      s.expiresAt,
+    ])
+    await this.run(
+      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
+         created_at, updated_at, last_activity_at, expires_at) VALUES ${rows.join(', ')}`,
+      values,
+    )
+  }
+
+  async getByTokenHash(hash: Buffer): Promise<SessionRecord | undefined> {
+    const sql = 'SELECT * FROM api_sessions WHERE token_hash = $1'
+    const row = (await this.run(sql, [hash], 'session-by-hash')).rows[0] as SessionRow | undefined // api_sessions columns
+    return row ? toRecord(row) : undefined
+  }
+
+  async touch(id: string, lastActivityAt: string, expiresAt: string): Promise<void> {
+    const sql = 'UPDATE api_sessions SET last_activity_at = $1, expires_at = $2 WHERE id = $3'
+    await this.run(sql, [lastActivityAt, expiresAt, id], 'session-touch')
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return ((await this.run('DELETE FROM api_sessions WHERE id = $1', [id])).rowCount ?? 0) > 0
+  }
+
+  async deleteForIdentity(identityId: string): Promise<number> {
+    const res = await this.run('DELETE FROM api_sessions WHERE identity_id = $1', [identityId])
+    return res.rowCount ?? 0
+  }
+
+  async deleteExpired(before: string): Promise<number> {
+    const res = await this.run('DELETE FROM api_sessions WHERE expires_at < $1', [before])
+    return res.rowCount ?? 0
+  }
+
+  async countForIdentity(identityId: string): Promise<number> {
+    const sql = 'SELECT count(*)::int AS n FROM api_sessions WHERE identity_id = $1'
+    return ((await this.run(sql, [identityId])).rows[0] as { n: number }).n // count(*) yields a row
+  }
+
+  async count(): Promise<number> {
+    return (
+      (await this.run('SELECT count(*)::int AS n FROM api_sessions', [])).rows[0] as { n: number }
+    ).n // count(*) yields a row
+  }
+}

@@ -1,0 +1,167 @@
+import type { ListPage, ListQuery } from '../list-query.js'
+import type { ClientSignerRow, SignerRecord, SignerRepository, TargetToken } from '../types.js'
+import { iso, mapPgError } from './errors.js'
+import { PgListRunner } from './list-runner.js'
+import type { Queryable } from './pool.js'
+
+interface SignerRow {
+  id: string
+  name: string
+  enabled: boolean
+  issuer: string
+  audience: string
+  jwks_endpoint: string | null
+  cert_pem: string | null
+  kid: string | null
+  claims_property: string
+  use_external_id: boolean
+  external_auth_url: string | null
+  client_id: string | null
+  scopes: string[] | null
+  target_token: TargetToken
+  common_name: string | null
+  fingerprint: string | null
+  not_before: Date | null
+  not_after: Date | null
+  tags: Record<string, unknown>
+  created_at: Date
+  updated_at: Date
+}
+
+function toRecord(r: SignerRow): SignerRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    enabled: r.enabled,
+    issuer: r.issuer,
+    audience: r.audience,
+    jwksEndpoint: r.jwks_endpoint,
+    certPem: r.cert_pem,
+    kid: r.kid,
+    claimsProperty: r.claims_property,
+    useExternalId: r.use_external_id,
+    externalAuthUrl: r.external_auth_url,
+    clientId: r.client_id,
+    scopes: r.scopes,
+    targetToken: r.target_token,
+    commonName: r.common_name,
+    fingerprint: r.fingerprint,
+    notBefore: iso(r.not_before),
+    notAfter: iso(r.not_after),
+    tags: r.tags,
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  }
+}
+
+function values(s: SignerRecord): unknown[] {
+  return [
+    s.id,
+    s.name,
+    s.enabled,
+    s.issuer,
+    s.audience,
+    s.jwksEndpoint,
+    s.certPem,
+    s.kid,
+    s.claimsProperty,
+    s.useExternalId,
+    s.externalAuthUrl,
+    s.clientId,
+    s.scopes === null ? null : JSON.stringify(s.scopes),
+    s.targetToken,
+    s.commonName,
+    s.fingerprint,
+    s.notBefore,
+    s.notAfter,
+    JSON.stringify(s.tags),
+    s.createdAt,
+    s.updatedAt,
+  ]
+}
+
+const COLUMNS = `id, name, enabled, issuer, audience, jwks_endpoint, cert_pem, kid, claims_property,
+  use_external_id, external_auth_url, client_id, scopes, target_token, common_name, fingerprint,
+  not_before, not_after, tags, created_at, updated_at`
+const INSERT = `INSERT INTO signers (${COLUMNS}) VALUES
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`
+const UPDATE = `UPDATE signers SET name = $2, enabled = $3, issuer = $4, audience = $5,
+  jwks_endpoint = $6, cert_pem = $7, kid = $8, claims_property = $9, use_external_id = $10,
+  external_auth_url = $11, client_id = $12, scopes = $13, target_token = $14, common_name = $15,
+  fingerprint = $16, not_before = $17, not_after = $18, tags = $19, updated_at = $20
+  WHERE id = $1`
+const UNIQUE = { signers_name_key: 'name', signers_issuer_key: 'issuer', signers_kid: 'kid' }
+
+/** Persistence of external JWT signers on PostgreSQL. */
+export class PgSignerRepository implements SignerRepository {
+  private static readonly lists = new PgListRunner<SignerRow, SignerRecord>('signers', toRecord)
+
+  constructor(private readonly db: Queryable) {}
+
+  private async rows(text: string, params: unknown[], name?: string): Promise<SignerRow[]> {
+    try {
+      return (await this.db.query<SignerRow>(name ? { name, text, values: params } : text, params))
+        .rows
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  async insert(signer: SignerRecord): Promise<void> {
+    try {
+      await this.db.query(INSERT, values(signer))
+    } catch (err) {
+      throw mapPgError(err, UNIQUE, { ...signer })
+    }
+  }
+
+  async update(signer: SignerRecord): Promise<boolean> {
+    try {
+      const params = values(signer).filter((_, i) => i !== 19) // every column but created_at
+      return ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
+    } catch (err) {
+      throw mapPgError(err, UNIQUE, { ...signer })
+    }
+  }
+
+  async delete(id: string): Promise<boolean> {
+    try {
+      return ((await this.db.query('DELETE FROM signers WHERE id = $1', [id])).rowCount ?? 0) > 0
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  async get(id: string): Promise<SignerRecord | undefined> {
+    const [row] = await this.rows('SELECT * FROM signers WHERE id = $1', [id], 'signer-by-id')
+    return row ? toRecord(row) : undefined
+  }
+
+  async getByIssuer(issuer: string): Promise<SignerRecord | undefined> {
+    const sql = 'SELECT * FROM signers WHERE issuer = $1'
+    const [row] = await this.rows(sql, [issuer], 'signer-by-issuer')
+    return row ? toRecord(row) : undefined
+  }
+
+  async all(): Promise<SignerRecord[]> {
+    return (await this.rows('SELECT * FROM signers', [])).map(toRecord)
+  }
+
+  list(query: ListQuery): Promise<ListPage<SignerRecord>> {
+    return PgSignerRepository.lists.run(this.db, query)
+  }
+
+  async listForClient(limit: number, offset: number): Promise<ClientSignerRow[]> {
+    try {
+      const res = await this.db.query<ClientSignerRow>({
+        name: 'signers-for-client',
+        text: `SELECT id, name, external_auth_url AS "externalAuthUrl" FROM signers
+          WHERE enabled AND external_auth_url IS NOT NULL ORDER BY id LIMIT $1 OFFSET $2`,
+        values: [limit, offset],
+      })
+      return res.rows
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+}

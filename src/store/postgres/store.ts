@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto'
+import type pg from 'pg'
+import type { FeedEvent, Repositories, Store, StoreChange, UnitOfWork } from '../types.js'
+import { PgAuthPolicyRepository } from './auth-policy-repository.js'
+import { mapPgError } from './errors.js'
+import { PgIdentityRepository } from './identity-repository.js'
+import { type Migration, type MigrationLog, migratePostgres } from './migrate.js'
+import { CHANNEL, ChangeListener } from './notifications.js'
+import { createPool, type PgSettings, type Queryable, waitForServer } from './pool.js'
+import { PgSessionRepository } from './session-repository.js'
+import { PgSignerRepository } from './signer-repository.js'
+
+function repositories(db: Queryable): Repositories {
+  return {
+    signers: new PgSignerRepository(db),
+    identities: new PgIdentityRepository(db),
+    policies: new PgAuthPolicyRepository(db),
+    sessions: new PgSessionRepository(db),
+  }
+}
+
+export interface OpenPgOptions {
+  settings: PgSettings
+  migrations: Migration[]
+  log: MigrationLog & { warn(obj: object, msg: string): void }
+  /** Runs under the migration lock with the migrated store (the bootstrap admin). */
+  underLock?: (store: Store) => Promise<void>
+}
+
+/** The PostgreSQL store: a pool per instance, units of work on one client, changes by NOTIFY. */
+export class PgStore implements Store {
+  readonly kind = 'postgres'
+  readonly repos: Repositories
+  private readonly listener: ChangeListener
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    settings: PgSettings,
+    log: OpenPgOptions['log'],
+  ) {
+    this.repos = repositories(pool)
+    this.listener = new ChangeListener(settings, randomUUID(), log)
+  }
+
+  /** Waits for the server (CTRL_DB_CONNECT_TIMEOUT), migrates under the lock and starts listening. */
+  static async open(o: OpenPgOptions): Promise<PgStore> {
+    await waitForServer(o.settings, (attempt, reason) =>
+      o.log.warn({ attempt, reason }, 'PostgreSQL not reachable yet; retrying'),
+    )
+    const pool = createPool(o.settings)
+    const store = new PgStore(pool, o.settings, o.log)
+    try {
+      const client = await pool.connect()
+      try {
+        await migratePostgres(
+          client,
+          o.migrations,
+          o.log,
+          () => o.underLock?.(store) ?? Promise.resolve(),
+        )
+      } finally {
+        client.release()
+      }
+      await store.listener.start()
+    } catch (err) {
+      await store.close()
+      throw err
+    }
+    return store
+  }
+
+  get stale(): boolean {
+    return this.listener.stale
+  }
+
+  onFeed(listener: (event: FeedEvent) => void): void {
+    this.listener.on(listener)
+  }
+
+  async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (err) {
+      throw mapPgError(err)
+    }
+    let broken = false
+    try {
+      await client.query('BEGIN')
+      const tx: UnitOfWork = {
+        ...repositories(client),
+        publish: async (change: StoreChange) => {
+          await client.query('SELECT pg_notify($1, $2)', [CHANNEL, this.listener.payload(change)])
+        },
+      }
+      const result = await work(tx)
+      await client.query('COMMIT')
+      return result
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true
+      })
+      throw mapPgError(err)
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.pool.query({ name: 'ping', text: 'SELECT 1' })
+    } catch (err) {
+      throw mapPgError(err)
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.listener.close()
+    await this.pool.end().catch(() => {})
+  }
+}

@@ -1,0 +1,99 @@
+import { AuthPolicyRepository } from '../auth-policy-repository.js'
+import type { Db } from '../db.js'
+import { IdentityRepository } from '../identity-repository.js'
+import { SessionRepository } from '../session-repository.js'
+import { SignerRepository } from '../signer-repository.js'
+import type { FeedEvent, Repositories, Store, UnitOfWork } from '../types.js'
+import { Mutex, now } from './mutex.js'
+
+/** The synchronous shape of an async repository interface, as better-sqlite3 implements it. */
+export type Sync<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => R : never
+}
+
+type Runner = <R>(fn: () => R) => Promise<R>
+
+/** The async face of a synchronous repository: each call goes through `run`. */
+function facade<T extends object>(repo: Sync<T>, run: Runner): T {
+  const out: Record<string, unknown> = {}
+  const proto = Object.getPrototypeOf(repo) as object
+  const methods = repo as Record<string, (...args: unknown[]) => unknown>
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    if (name === 'constructor' || typeof methods[name] !== 'function') continue
+    out[name] = (...args: unknown[]) => run(() => methods[name]?.(...args))
+  }
+  return out as T // every method of Sync<T> wrapped into its Promise-returning twin
+}
+
+interface SyncRepositories {
+  signers: Sync<Repositories['signers']>
+  identities: Sync<Repositories['identities']>
+  policies: Sync<Repositories['policies']>
+  sessions: Sync<Repositories['sessions']>
+}
+
+function facades(sync: SyncRepositories, run: Runner): Repositories {
+  return {
+    signers: facade(sync.signers, run),
+    identities: facade(sync.identities, run),
+    policies: facade(sync.policies, run),
+    sessions: facade(sync.sessions, run),
+  }
+}
+
+/** The embedded store: one better-sqlite3 connection, units of work serialised by a mutex. */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite'
+  readonly repos: Repositories
+  readonly stale = false
+  private readonly mutex = new Mutex()
+  private readonly inTx: UnitOfWork
+  private readonly pingStmt
+
+  constructor(
+    readonly db: Db,
+    private readonly onClose?: () => void,
+  ) {
+    const sync: SyncRepositories = {
+      signers: new SignerRepository(db),
+      identities: new IdentityRepository(db),
+      policies: new AuthPolicyRepository(db),
+      sessions: new SessionRepository(db),
+    }
+    this.repos = facades(sync, (fn) => this.mutex.run(fn))
+    // Inside a unit of work the lock is already held: statements run at once.
+    this.inTx = { ...facades(sync, now), publish: async () => {} }
+    this.pingStmt = db.prepare('SELECT 1')
+  }
+
+  onFeed(_listener: (event: FeedEvent) => void): void {
+    // One process owns the file: there are no other instances to hear from.
+  }
+
+  async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
+    await this.mutex.lock()
+    try {
+      this.db.exec('BEGIN IMMEDIATE')
+      try {
+        const result = await work(this.inTx)
+        this.db.exec('COMMIT')
+        return result
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK')
+        throw err
+      }
+    } finally {
+      this.mutex.unlock()
+    }
+  }
+
+  ping(): Promise<void> {
+    return this.mutex.run(() => {
+      this.pingStmt.get()
+    })
+  }
+
+  async close(): Promise<void> {
+    this.onClose?.()
+  }
+}

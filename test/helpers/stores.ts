@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { afterAll } from 'vitest'
+import { openStore } from '../../src/store/open-store.js'
+import type { Store } from '../../src/store/types.js'
+
+export type StoreKind = 'sqlite' | 'postgres'
+
+/** The PostgreSQL server the tests use (CI sets it); unset, PostgreSQL tests are skipped. */
+export const PG_URL = process.env.CTRL_TEST_POSTGRES_URL
+
+/** The stores every store-backed suite runs against. */
+export const STORES: StoreKind[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite']
+
+if (!PG_URL) {
+  console.info(
+    'PostgreSQL tests skipped: set CTRL_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres to run them',
+  )
+}
+
+/** A URL naming another database on the same server. */
+export function databaseUrl(name: string): string {
+  const url = new URL(PG_URL as string) // only called when PG_URL is set
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Creates an empty database of its own; dropped when the test file ends. */
+export async function createTestDatabase(): Promise<string> {
+  const name = `ctrl_test_${randomBytes(6).toString('hex')}`
+  await admin((c) => c.query(`CREATE DATABASE ${name}`))
+  created.push(name)
+  return databaseUrl(name)
+}
+
+const created: string[] = []
+afterAll(async () => {
+  if (created.length === 0) return
+  await admin(async (c) => {
+    for (const name of created.splice(0)) {
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  })
+})
+
+let fileDatabase: Promise<string> | undefined
+
+/** The database of this test file, emptied (schema kept) for each test that asks for it. */
+export async function freshPostgresUrl(): Promise<string> {
+  if (!fileDatabase) fileDatabase = createTestDatabase()
+  const url = await fileDatabase
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows } = await client.query(
+      "SELECT 1 FROM information_schema.tables WHERE table_name = 'signers'",
+    )
+    if (rows.length > 0) {
+      await client.query(
+        'TRUNCATE api_sessions, auth_policy_signers, identities, auth_policies, signers CASCADE',
+      )
+      await client.query(
+        `INSERT INTO auth_policies (id, name, created_at, updated_at)
+         VALUES ('default', 'Default', now(), now())`,
+      )
+    }
+  } finally {
+    await client.end()
+  }
+  return url
+}
+
+const quiet = { info: () => {}, warn: () => {} }
+
+/** A fresh, migrated store of the given kind (no admin). */
+export async function openTestStore(kind: StoreKind): Promise<Store> {
+  const db = kind === 'sqlite' ? ':memory:' : await freshPostgresUrl()
+  return openStore(
+    { db, poolSize: 4, connectTimeoutMs: 5000, statementTimeoutMs: 5000 },
+    quiet,
+    async () => {},
+  )
+}
