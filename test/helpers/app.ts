@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import { onTestFinished } from 'vitest'
+import { beforeEach, describe, onTestFinished } from 'vitest'
 import { type BuildAppOptions, buildApp } from '../../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config.js'
-import { freshPostgresUrl, type StoreKind } from './stores.js'
+import { freshPostgresUrl, STORES, type StoreKind } from './stores.js'
 
 export const ADMIN_USER = 'admin'
 export const ADMIN_PASSWORD = 'admin-password-123'
@@ -45,6 +45,21 @@ export const loopbackOnlyResolver = async (hostname: string) => {
   throw new Error(`tests resolve no names (${hostname})`)
 }
 
+let currentKind: StoreKind = 'sqlite'
+
+/**
+ * Runs a suite once per store (SQLite, and PostgreSQL when CTRL_TEST_POSTGRES_URL is set): every
+ * buildTestApp inside builds on that store.
+ */
+export function forEachStore(suite: (kind: StoreKind) => void): void {
+  describe.each(STORES)('on %s', (kind) => {
+    beforeEach(() => {
+      currentKind = kind
+    })
+    suite(kind)
+  })
+}
+
 /**
  * The real app on a fresh database (SQLite in memory, or this file's PostgreSQL database emptied),
  * closed when the test ends.
@@ -55,7 +70,7 @@ export async function buildTestApp(
     storeKind?: StoreKind
   } = {},
 ): Promise<FastifyInstance> {
-  const { config, storeKind = 'sqlite', ...rest } = options
+  const { config, storeKind = currentKind, ...rest } = options
   const dbPath = storeKind === 'postgres' ? await freshPostgresUrl() : ':memory:'
   const app = await buildApp({
     logger: false,

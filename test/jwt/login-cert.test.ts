@@ -2,7 +2,7 @@ import { generateKeyPairSync, webcrypto } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { exportJWK } from 'jose'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
+import { buildTestApp, caller, forEachStore, login, testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt, signRs256Raw, unsignedJwt } from '../helpers/jwt.js'
 
@@ -85,284 +85,295 @@ const sign = (
   over: Record<string, unknown> = {},
 ) => signJwt(cert.privateKey, c, { alg, kid: 'corp-1', now: NOW, ...over })
 
-describe('JWT login with a certificate signer', () => {
-  it.each([
-    ['RS256', () => rsa],
-    ['ES256', () => ec],
-    ['EdDSA', () => ed],
-  ])('logs in with %s and opens a session', async (alg, cert) => {
-    const { app, tryLogin, signerId, identityId } = await setup(cert())
-    const res = await tryLogin(await sign(cert(), claims(identityId), alg))
-    expect(res.statusCode).toBe(200)
-    const { data, meta } = res.json()
-    expect(meta).toEqual({})
-    expect(data).toMatchObject({
-      identityId,
-      authenticatorId: `extJwtId:${signerId}`,
-      authQueries: [],
+forEachStore(() => {
+  describe('JWT login with a certificate signer', () => {
+    it.each([
+      ['RS256', () => rsa],
+      ['ES256', () => ec],
+      ['EdDSA', () => ed],
+    ])('logs in with %s and opens a session', async (alg, cert) => {
+      const { app, tryLogin, signerId, identityId } = await setup(cert())
+      const res = await tryLogin(await sign(cert(), claims(identityId), alg))
+      expect(res.statusCode).toBe(200)
+      const { data, meta } = res.json()
+      expect(meta).toEqual({})
+      expect(data).toMatchObject({
+        identityId,
+        authenticatorId: `extJwtId:${signerId}`,
+        authQueries: [],
+      })
+      const token = res.headers['zt-session'] as string
+      expect(data.token).toBe(token)
+      const current = await app.inject({
+        method: 'GET',
+        url: '/edge/client/v1/current-api-session',
+        headers: { 'zt-session': token },
+      })
+      expect(current.statusCode).toBe(200)
+      expect(current.json().data.identity.name).toBe('alice')
+      const end = await app.inject({
+        method: 'DELETE',
+        url: '/edge/client/v1/current-api-session',
+        headers: { 'zt-session': token },
+      })
+      expect(end.statusCode).toBe(200)
+      const after = await app.inject({
+        method: 'GET',
+        url: '/edge/client/v1/current-api-session',
+        headers: { 'zt-session': token },
+      })
+      expect(after.statusCode).toBe(401)
     })
-    const token = res.headers['zt-session'] as string
-    expect(data.token).toBe(token)
-    const current = await app.inject({
-      method: 'GET',
-      url: '/edge/client/v1/current-api-session',
-      headers: { 'zt-session': token },
-    })
-    expect(current.statusCode).toBe(200)
-    expect(current.json().data.identity.name).toBe('alice')
-    const end = await app.inject({
-      method: 'DELETE',
-      url: '/edge/client/v1/current-api-session',
-      headers: { 'zt-session': token },
-    })
-    expect(end.statusCode).toBe(200)
-    const after = await app.inject({
-      method: 'GET',
-      url: '/edge/client/v1/current-api-session',
-      headers: { 'zt-session': token },
-    })
-    expect(after.statusCode).toBe(401)
-  })
 
-  it('also works on the management API path, with an optional JSON body', async () => {
-    const { app, identityId } = await setup()
-    const res = await app.inject({
-      method: 'POST',
-      url: '/edge/management/v1/authenticate?method=ext-jwt',
-      headers: {
-        authorization: `Bearer ${await sign(rsa, claims(identityId))}`,
-        'content-type': 'application/json',
-      },
-      payload: JSON.stringify({ sdkInfo: { type: 'test' }, envInfo: {} }),
+    it('also works on the management API path, with an optional JSON body', async () => {
+      const { app, identityId } = await setup()
+      const res = await app.inject({
+        method: 'POST',
+        url: '/edge/management/v1/authenticate?method=ext-jwt',
+        headers: {
+          authorization: `Bearer ${await sign(rsa, claims(identityId))}`,
+          'content-type': 'application/json',
+        },
+        payload: JSON.stringify({ sdkInfo: { type: 'test' }, envInfo: {} }),
+      })
+      expect(res.statusCode).toBe(200)
     })
-    expect(res.statusCode).toBe(200)
-  })
 
-  it('accepts typ at+jwt, an aud array, externalId and nested claims', async () => {
-    const s = await setup()
-    expect(
-      (
-        await s.tryLogin(
-          await sign(rsa, claims(s.identityId), 'RS256', { header: { typ: 'at+jwt' } }),
-        )
-      ).statusCode,
-    ).toBe(200)
-    expect(
-      (await s.tryLogin(await sign(rsa, claims(s.identityId, { aud: ['other', 'ziti'] }))))
-        .statusCode,
-    ).toBe(200)
-    await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
-      useExternalId: true,
-      claimsProperty: '/ext/user',
+    it('accepts typ at+jwt, an aud array, externalId and nested claims', async () => {
+      const s = await setup()
+      expect(
+        (
+          await s.tryLogin(
+            await sign(rsa, claims(s.identityId), 'RS256', { header: { typ: 'at+jwt' } }),
+          )
+        ).statusCode,
+      ).toBe(200)
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { aud: ['other', 'ziti'] }))))
+          .statusCode,
+      ).toBe(200)
+      await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
+        useExternalId: true,
+        claimsProperty: '/ext/user',
+      })
+      expect(
+        (await s.tryLogin(await sign(rsa, claims('x', { ext: { user: 'alice@corp' } }))))
+          .statusCode,
+      ).toBe(200)
+      await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
+        claimsProperty: 'email',
+      })
+      expect(
+        (await s.tryLogin(await sign(rsa, claims('x', { email: 'alice@corp' })))).statusCode,
+      ).toBe(200)
     })
-    expect(
-      (await s.tryLogin(await sign(rsa, claims('x', { ext: { user: 'alice@corp' } })))).statusCode,
-    ).toBe(200)
-    await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
-      claimsProperty: 'email',
+
+    it('applies the clock tolerance to exp and nbf', async () => {
+      const s = await setup()
+      const t = Math.floor(NOW.getTime() / 1000)
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t - 10 })))).statusCode,
+      ).toBe(200)
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 10 })))).statusCode,
+      ).toBe(200)
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 120 })))).statusCode,
+      ).toBe(401)
     })
-    expect(
-      (await s.tryLogin(await sign(rsa, claims('x', { email: 'alice@corp' })))).statusCode,
-    ).toBe(200)
-  })
 
-  it('applies the clock tolerance to exp and nbf', async () => {
-    const s = await setup()
-    const t = Math.floor(NOW.getTime() / 1000)
-    expect(
-      (await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t - 10 })))).statusCode,
-    ).toBe(200)
-    expect(
-      (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 10 })))).statusCode,
-    ).toBe(200)
-    expect(
-      (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 120 })))).statusCode,
-    ).toBe(401)
-  })
-
-  it('answers a missing token with error="missing" and the enabled signers in the challenge', async () => {
-    const s = await setup()
-    const res = await s.tryLogin()
-    expect(res.statusCode).toBe(401)
-    expect(res.json().error.code).toBe('UNAUTHORIZED')
-    const challenge = res.headers['www-authenticate'] as string
-    expect(challenge).toContain('Bearer realm="openziti-primary-ext-jwt"')
-    expect(challenge).toContain('error="missing"')
-    expect(challenge).toContain(`id="${s.signerId}"`)
-    expect(challenge).toContain(`issuer="${ISSUER}"`)
-  })
-
-  it('refuses every hostile or mismatched token with 401 and logs the precise reason', async () => {
-    const s = await setup()
-    const t = Math.floor(NOW.getTime() / 1000)
-    const id = s.identityId
-    const hmacKey = new TextEncoder().encode(rsa.certPem)
-    const attacker = generateKeyPairSync('rsa', { modulusLength: 2048 })
-    const attackerJwk = await exportJWK(attacker.publicKey)
-    const attackerCrypto = await webcrypto.subtle.importKey(
-      'pkcs8',
-      attacker.privateKey.export({ type: 'pkcs8', format: 'der' }),
-      { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
-      false,
-      ['sign'],
-    )
-    const cases: [string, string, 'invalid' | 'expired'][] = [
-      ['not.a.jwt!', 'not a compact JWS', 'invalid'],
-      [`${'a'.repeat(9000)}.b.c`, 'token longer than 8 KiB', 'invalid'],
-      [
-        await sign(rsa, claims(id, { iss: 'https://unknown.example' })),
-        'no enabled signer has this issuer',
-        'invalid',
-      ],
-      [
-        await sign(rsa, claims(id), 'RS256', { kid: undefined }),
-        'token header has no kid',
-        'invalid',
-      ],
-      [
-        await sign(rsa, claims(id), 'RS256', { kid: 'other-kid' }),
-        'kid does not match the signer',
-        'invalid',
-      ],
-      [await sign(other, claims(id)), 'signature does not verify', 'invalid'],
-      [
-        unsignedJwt(claims(id, { exp: t + 60 }), { kid: 'corp-1' }),
-        'algorithm not allowed',
-        'invalid',
-      ],
-      [
-        await signJwt(hmacKey, claims(id), { alg: 'HS256', kid: 'corp-1', now: NOW }),
-        'algorithm not allowed',
-        'invalid',
-      ],
-      [
-        await signJwt(attackerCrypto, claims(id), {
-          kid: 'corp-1',
-          now: NOW,
-          header: { jwk: attackerJwk },
-        }),
-        'signature does not verify',
-        'invalid',
-      ],
-      [
-        await signJwt(attackerCrypto, claims(id), {
-          kid: 'corp-1',
-          now: NOW,
-          header: { jku: 'http://127.0.0.1:1/keys', x5u: 'http://127.0.0.1:1/c' },
-        }),
-        'signature does not verify',
-        'invalid',
-      ],
-      [
-        await signRs256Raw(
-          rsa.privateKey,
-          { kid: 'corp-1', crit: ['exotic'], exotic: 1 },
-          claims(id, { exp: t + 60 }),
-        ),
-        'unsupported algorithm or crit header',
-        'invalid',
-      ],
-      [await sign(rsa, claims(id, { aud: 'someone-else' })), 'audience mismatch', 'invalid'],
-      [await sign(rsa, claims(id, { exp: undefined })), 'token has no exp claim', 'invalid'],
-      [await sign(rsa, claims(id, { exp: t - 120 })), 'token expired', 'expired'],
-      [await sign(rsa, claims(id, { nbf: t + 3600 })), 'token not yet valid (nbf)', 'invalid'],
-      [await sign(rsa, claims('no-such-identity')), 'no identity with that id', 'invalid'],
-      [await sign(rsa, claims(id, { sub: 42 })), 'claim sub is not a non-empty string', 'invalid'],
-      [await sign(rsa, claims(id, { sub: '' })), 'claim sub is not a non-empty string', 'invalid'],
-    ]
-    for (const [jwt, reason, error] of cases) {
-      const res = await s.tryLogin(jwt)
-      expect(res.statusCode, reason).toBe(401)
+    it('answers a missing token with error="missing" and the enabled signers in the challenge', async () => {
+      const s = await setup()
+      const res = await s.tryLogin()
+      expect(res.statusCode).toBe(401)
       expect(res.json().error.code).toBe('UNAUTHORIZED')
-      expect(res.headers['www-authenticate'], reason).toContain(`error="${error}"`)
-      expect(res.body).not.toContain(reason)
-      expect(s.reasons().at(-1), reason).toBe(reason)
-    }
-    const all = s.lines.join('\n')
-    for (const [jwt] of cases) expect(all).not.toContain(jwt)
-  })
+      const challenge = res.headers['www-authenticate'] as string
+      expect(challenge).toContain('Bearer realm="openziti-primary-ext-jwt"')
+      expect(challenge).toContain('error="missing"')
+      expect(challenge).toContain(`id="${s.signerId}"`)
+      expect(challenge).toContain(`issuer="${ISSUER}"`)
+    })
 
-  it('refuses tokens of a signer whose certificate has expired', async () => {
-    const s = await setup(expired)
-    const res = await s.tryLogin(await sign(expired, claims(s.identityId)))
-    expect(res.statusCode).toBe(401)
-    expect(s.reasons().at(-1)).toBe('signer certificate is outside its validity window')
-  })
+    it('refuses every hostile or mismatched token with 401 and logs the precise reason', async () => {
+      const s = await setup()
+      const t = Math.floor(NOW.getTime() / 1000)
+      const id = s.identityId
+      const hmacKey = new TextEncoder().encode(rsa.certPem)
+      const attacker = generateKeyPairSync('rsa', { modulusLength: 2048 })
+      const attackerJwk = await exportJWK(attacker.publicKey)
+      const attackerCrypto = await webcrypto.subtle.importKey(
+        'pkcs8',
+        attacker.privateKey.export({ type: 'pkcs8', format: 'der' }),
+        { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+        false,
+        ['sign'],
+      )
+      const cases: [string, string, 'invalid' | 'expired'][] = [
+        ['not.a.jwt!', 'not a compact JWS', 'invalid'],
+        [`${'a'.repeat(9000)}.b.c`, 'token longer than 8 KiB', 'invalid'],
+        [
+          await sign(rsa, claims(id, { iss: 'https://unknown.example' })),
+          'no enabled signer has this issuer',
+          'invalid',
+        ],
+        [
+          await sign(rsa, claims(id), 'RS256', { kid: undefined }),
+          'token header has no kid',
+          'invalid',
+        ],
+        [
+          await sign(rsa, claims(id), 'RS256', { kid: 'other-kid' }),
+          'kid does not match the signer',
+          'invalid',
+        ],
+        [await sign(other, claims(id)), 'signature does not verify', 'invalid'],
+        [
+          unsignedJwt(claims(id, { exp: t + 60 }), { kid: 'corp-1' }),
+          'algorithm not allowed',
+          'invalid',
+        ],
+        [
+          await signJwt(hmacKey, claims(id), { alg: 'HS256', kid: 'corp-1', now: NOW }),
+          'algorithm not allowed',
+          'invalid',
+        ],
+        [
+          await signJwt(attackerCrypto, claims(id), {
+            kid: 'corp-1',
+            now: NOW,
+            header: { jwk: attackerJwk },
+          }),
+          'signature does not verify',
+          'invalid',
+        ],
+        [
+          await signJwt(attackerCrypto, claims(id), {
+            kid: 'corp-1',
+            now: NOW,
+            header: { jku: 'http://127.0.0.1:1/keys', x5u: 'http://127.0.0.1:1/c' },
+          }),
+          'signature does not verify',
+          'invalid',
+        ],
+        [
+          await signRs256Raw(
+            rsa.privateKey,
+            { kid: 'corp-1', crit: ['exotic'], exotic: 1 },
+            claims(id, { exp: t + 60 }),
+          ),
+          'unsupported algorithm or crit header',
+          'invalid',
+        ],
+        [await sign(rsa, claims(id, { aud: 'someone-else' })), 'audience mismatch', 'invalid'],
+        [await sign(rsa, claims(id, { exp: undefined })), 'token has no exp claim', 'invalid'],
+        [await sign(rsa, claims(id, { exp: t - 120 })), 'token expired', 'expired'],
+        [await sign(rsa, claims(id, { nbf: t + 3600 })), 'token not yet valid (nbf)', 'invalid'],
+        [await sign(rsa, claims('no-such-identity')), 'no identity with that id', 'invalid'],
+        [
+          await sign(rsa, claims(id, { sub: 42 })),
+          'claim sub is not a non-empty string',
+          'invalid',
+        ],
+        [
+          await sign(rsa, claims(id, { sub: '' })),
+          'claim sub is not a non-empty string',
+          'invalid',
+        ],
+      ]
+      for (const [jwt, reason, error] of cases) {
+        const res = await s.tryLogin(jwt)
+        expect(res.statusCode, reason).toBe(401)
+        expect(res.json().error.code).toBe('UNAUTHORIZED')
+        expect(res.headers['www-authenticate'], reason).toContain(`error="${error}"`)
+        expect(res.body).not.toContain(reason)
+        expect(s.reasons().at(-1), reason).toBe(reason)
+      }
+      const all = s.lines.join('\n')
+      for (const [jwt] of cases) expect(all).not.toContain(jwt)
+    })
 
-  it('follows identity, policy and signer changes on the very next login', async () => {
-    const s = await setup()
-    const jwt = await sign(rsa, claims(s.identityId))
-    expect((await s.tryLogin(jwt)).statusCode).toBe(200)
+    it('refuses tokens of a signer whose certificate has expired', async () => {
+      const s = await setup(expired)
+      const res = await s.tryLogin(await sign(expired, claims(s.identityId)))
+      expect(res.statusCode).toBe(401)
+      expect(s.reasons().at(-1)).toBe('signer certificate is outside its validity window')
+    })
 
-    await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, { disabled: true })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    expect(s.reasons().at(-1)).toBe('identity is disabled')
-    await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, { disabled: false })
+    it('follows identity, policy and signer changes on the very next login', async () => {
+      const s = await setup()
+      const jwt = await sign(rsa, claims(s.identityId))
+      expect((await s.tryLogin(jwt)).statusCode).toBe(200)
 
-    const otherSigner = await s.call('POST', '/edge/management/v1/external-jwt-signers', {
-      name: 'other',
-      enabled: true,
-      issuer: 'https://other.example',
-      audience: 'x',
-      jwksEndpoint: 'https://other.example/jwks',
-    })
-    const policy = await s.call('POST', '/edge/management/v1/auth-policies', {
-      name: 'only other',
-      primary: {
-        cert: { allowed: false },
-        updb: { allowed: false },
-        extJwt: { allowed: true, allowedSigners: [otherSigner.json().data.id] },
-      },
-      secondary: {},
-    })
-    await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, {
-      authPolicyId: policy.json().data.id,
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    expect(s.reasons().at(-1)).toBe('policy does not allow this signer')
-    await s.call('PATCH', `/edge/management/v1/auth-policies/${policy.json().data.id}`, {
-      primary: { extJwt: { allowed: false, allowedSigners: [] } },
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    expect(s.reasons().at(-1)).toBe('policy does not allow JWT login')
-    await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, {
-      authPolicyId: 'default',
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(200)
+      await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, { disabled: true })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      expect(s.reasons().at(-1)).toBe('identity is disabled')
+      await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, { disabled: false })
 
-    await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
-      audience: 'new-aud',
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
-      audience: 'ziti',
-      issuer: 'https://moved.example',
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
-      issuer: ISSUER,
-      enabled: false,
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
-      enabled: true,
-      certPem: other.certPem,
-    })
-    expect((await s.tryLogin(jwt)).statusCode).toBe(401)
-    expect((await s.tryLogin(await sign(other, claims(s.identityId)))).statusCode).toBe(200)
-    await s.call('DELETE', `/edge/management/v1/external-jwt-signers/${s.signerId}`)
-    expect((await s.tryLogin(await sign(other, claims(s.identityId)))).statusCode).toBe(401)
-  })
+      const otherSigner = await s.call('POST', '/edge/management/v1/external-jwt-signers', {
+        name: 'other',
+        enabled: true,
+        issuer: 'https://other.example',
+        audience: 'x',
+        jwksEndpoint: 'https://other.example/jwks',
+      })
+      const policy = await s.call('POST', '/edge/management/v1/auth-policies', {
+        name: 'only other',
+        primary: {
+          cert: { allowed: false },
+          updb: { allowed: false },
+          extJwt: { allowed: true, allowedSigners: [otherSigner.json().data.id] },
+        },
+        secondary: {},
+      })
+      await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, {
+        authPolicyId: policy.json().data.id,
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      expect(s.reasons().at(-1)).toBe('policy does not allow this signer')
+      await s.call('PATCH', `/edge/management/v1/auth-policies/${policy.json().data.id}`, {
+        primary: { extJwt: { allowed: false, allowedSigners: [] } },
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      expect(s.reasons().at(-1)).toBe('policy does not allow JWT login')
+      await s.call('PATCH', `/edge/management/v1/identities/${s.identityId}`, {
+        authPolicyId: 'default',
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(200)
 
-  it('rate-limits the authenticate routes per client address when configured', async () => {
-    const s = await setup(rsa, {}, { authRateLimit: 2 })
-    const jwt = await sign(rsa, claims(s.identityId))
-    expect((await s.tryLogin(jwt)).statusCode).toBe(200)
-    expect((await s.tryLogin(jwt)).statusCode).toBe(200)
-    const limited = await s.tryLogin(jwt)
-    expect(limited.statusCode).toBe(429)
-    expect(limited.json().error.code).toBe('RATE_LIMITED')
-    s.clock.advance(1000)
-    expect((await s.tryLogin(jwt)).statusCode).toBe(200)
+      await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
+        audience: 'new-aud',
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
+        audience: 'ziti',
+        issuer: 'https://moved.example',
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
+        issuer: ISSUER,
+        enabled: false,
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      await s.call('PATCH', `/edge/management/v1/external-jwt-signers/${s.signerId}`, {
+        enabled: true,
+        certPem: other.certPem,
+      })
+      expect((await s.tryLogin(jwt)).statusCode).toBe(401)
+      expect((await s.tryLogin(await sign(other, claims(s.identityId)))).statusCode).toBe(200)
+      await s.call('DELETE', `/edge/management/v1/external-jwt-signers/${s.signerId}`)
+      expect((await s.tryLogin(await sign(other, claims(s.identityId)))).statusCode).toBe(401)
+    })
+
+    it('rate-limits the authenticate routes per client address when configured', async () => {
+      const s = await setup(rsa, {}, { authRateLimit: 2 })
+      const jwt = await sign(rsa, claims(s.identityId))
+      expect((await s.tryLogin(jwt)).statusCode).toBe(200)
+      expect((await s.tryLogin(jwt)).statusCode).toBe(200)
+      const limited = await s.tryLogin(jwt)
+      expect(limited.statusCode).toBe(429)
+      expect(limited.json().error.code).toBe('RATE_LIMITED')
+      s.clock.advance(1000)
+      expect((await s.tryLogin(jwt)).statusCode).toBe(200)
+    })
   })
 })

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair } from 'jose'
 import Provider from 'oidc-provider'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, login } from '../helpers/app.js'
+import { buildTestApp, forEachStore, login } from '../helpers/app.js'
 
 let server: Server
 let issuer: string
@@ -66,45 +66,47 @@ async function accessToken(clientId: string, resource = 'urn:ziti'): Promise<str
   return ((await res.json()) as { access_token: string }).access_token
 }
 
-describe('JWT login against a real OpenID provider', () => {
-  it('lets the matching identity log in with a JWKS signer at the provider jwks_uri', async () => {
-    const discovery = (await (
-      await fetch(`${issuer}/.well-known/openid-configuration`)
-    ).json()) as {
-      jwks_uri: string
-      issuer: string
-    }
-    const app = await buildTestApp()
-    const session = await login(app)
-    const call = (url: string, payload: object) =>
-      app.inject({ method: 'POST', url, headers: { 'zt-session': session }, payload })
-    const signer = await call('/edge/management/v1/external-jwt-signers', {
-      name: 'oidc',
-      enabled: true,
-      issuer: discovery.issuer,
-      audience: 'ziti-controller',
-      jwksEndpoint: discovery.jwks_uri,
-      useExternalId: true,
-      claimsProperty: 'client_id',
-    })
-    expect(signer.statusCode).toBe(201)
-    const identity = await call('/edge/management/v1/identities', {
-      name: 'tunneler',
-      externalId: 'ziti-tunneler',
-    })
-    const tryLogin = (jwt: string) =>
-      app.inject({
-        method: 'POST',
-        url: '/edge/client/v1/authenticate?method=ext-jwt',
-        headers: { authorization: `Bearer ${jwt}` },
+forEachStore(() => {
+  describe('JWT login against a real OpenID provider', () => {
+    it('lets the matching identity log in with a JWKS signer at the provider jwks_uri', async () => {
+      const discovery = (await (
+        await fetch(`${issuer}/.well-known/openid-configuration`)
+      ).json()) as {
+        jwks_uri: string
+        issuer: string
+      }
+      const app = await buildTestApp()
+      const session = await login(app)
+      const call = (url: string, payload: object) =>
+        app.inject({ method: 'POST', url, headers: { 'zt-session': session }, payload })
+      const signer = await call('/edge/management/v1/external-jwt-signers', {
+        name: 'oidc',
+        enabled: true,
+        issuer: discovery.issuer,
+        audience: 'ziti-controller',
+        jwksEndpoint: discovery.jwks_uri,
+        useExternalId: true,
+        claimsProperty: 'client_id',
       })
+      expect(signer.statusCode).toBe(201)
+      const identity = await call('/edge/management/v1/identities', {
+        name: 'tunneler',
+        externalId: 'ziti-tunneler',
+      })
+      const tryLogin = (jwt: string) =>
+        app.inject({
+          method: 'POST',
+          url: '/edge/client/v1/authenticate?method=ext-jwt',
+          headers: { authorization: `Bearer ${jwt}` },
+        })
 
-    const good = await tryLogin(await accessToken('ziti-tunneler'))
-    expect(good.statusCode).toBe(200)
-    expect(good.json().data.identityId).toBe(identity.json().data.id)
+      const good = await tryLogin(await accessToken('ziti-tunneler'))
+      expect(good.statusCode).toBe(200)
+      expect(good.json().data.identityId).toBe(identity.json().data.id)
 
-    // A token for another audience, and a token of a client that is no identity here, are refused.
-    expect((await tryLogin(await accessToken('ziti-tunneler', 'urn:other'))).statusCode).toBe(401)
-    expect((await tryLogin(await accessToken('stranger'))).statusCode).toBe(401)
+      // A token for another audience, and a token of a client that is no identity here, are refused.
+      expect((await tryLogin(await accessToken('ziti-tunneler', 'urn:other'))).statusCode).toBe(401)
+      expect((await tryLogin(await accessToken('stranger'))).statusCode).toBe(401)
+    })
   })
 })

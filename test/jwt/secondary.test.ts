@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
+import { buildTestApp, caller, forEachStore, login, testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
 
@@ -68,217 +68,219 @@ function get(app: FastifyInstance, url: string, session: string, bearer?: string
   })
 }
 
-describe('secondary factor', () => {
-  it('leaves a password session partial: only its own session is readable until a JWT comes along', async () => {
-    const s = await setup()
-    const res = await s.app.inject({
-      method: 'POST',
-      url: `${M}/authenticate?method=password`,
-      payload: { username: 'alice', password: 'alice-password-12' },
-    })
-    expect(res.statusCode).toBe(200)
-    const query = {
-      typeId: 'EXT-JWT',
-      provider: 'url',
-      httpUrl: 'https://mfa.corp.example/authorize',
-      id: s.signerId,
-    }
-    expect(res.json().data.authQueries).toEqual([query])
-    const challenge = res.headers['www-authenticate'] as string
-    expect(challenge).toContain('realm="openziti-secondary-ext-jwt"')
-    expect(challenge).toContain('error="missing"')
-    expect(challenge).toContain(`id="${s.signerId}"`)
-    expect(challenge).toContain(`issuer="${ISSUER}"`)
-    const session = res.headers['zt-session'] as string
-
-    for (const api of [C, M]) {
-      const cur = await get(s.app, `${api}/current-api-session`, session)
-      expect(cur.statusCode).toBe(200)
-      expect(cur.json().data.authQueries).toEqual([query])
-    }
-    const identity = await get(s.app, `${C}/current-identity`, session)
-    expect(identity.statusCode).toBe(401)
-    expect(identity.headers['www-authenticate']).toContain('realm="openziti-secondary-ext-jwt"')
-    expect((await get(s.app, `${M}/external-jwt-signers`, session)).statusCode).toBe(401)
-
-    const token = await s.jwt(s.ids.alice as string)
-    const full = await get(s.app, `${C}/current-identity`, session, token)
-    expect(full.statusCode).toBe(200)
-    expect(full.json().data).toMatchObject({
-      id: s.ids.alice,
-      name: 'alice',
-      isAdmin: true,
-      authPolicyId: s.policyId,
-    })
-    expect((await get(s.app, `${M}/external-jwt-signers`, session, token)).statusCode).toBe(200)
-    expect(
-      (await get(s.app, `${M}/current-api-session`, session, token)).json().data.authQueries,
-    ).toEqual([])
-    // The factor is per request: the next call without it is partial again.
-    expect((await get(s.app, `${M}/external-jwt-signers`, session)).statusCode).toBe(401)
-  })
-
-  it('answers missing, expired, wrongly signed, wrong-signer and wrong-identity tokens with 401', async () => {
-    const s = await setup()
-    const session = await login(s.app, 'alice', 'alice-password-12')
-    const t = Math.floor(Date.parse(NOW) / 1000)
-    const other = await s.call('POST', `${M}/external-jwt-signers`, {
-      name: 'other',
-      enabled: true,
-      issuer: 'https://other.example',
-      audience: 'ziti',
-      certPem: key2.certPem,
-      kid: 'o-1',
-    })
-    expect(other.statusCode).toBe(201)
-    const cases: [string | undefined, string][] = [
-      [undefined, 'missing'],
-      [await s.jwt(s.ids.alice as string, { exp: t - 3600 }), 'expired'],
-      [await s.jwt(s.ids.alice as string, {}, rogue), 'invalid'],
-      [
-        await signJwt(
-          key2.privateKey,
-          { iss: 'https://other.example', aud: 'ziti', sub: s.ids.alice },
-          { kid: 'o-1', now: s.clock() },
-        ),
-        'invalid',
-      ],
-      [await s.jwt(s.ids.bob as string), 'invalid'],
-      ['garbage', 'invalid'],
-    ]
-    for (const [bearer, error] of cases) {
-      for (const url of [`${C}/current-identity`, `${M}/identities`]) {
-        const res = await get(s.app, url, session, bearer)
-        expect(res.statusCode, `${url} ${error}`).toBe(401)
-        expect(res.json().error.code).toBe('UNAUTHORIZED')
-        expect(res.headers['www-authenticate'], `${url} ${error}`).toContain(`error="${error}"`)
+forEachStore(() => {
+  describe('secondary factor', () => {
+    it('leaves a password session partial: only its own session is readable until a JWT comes along', async () => {
+      const s = await setup()
+      const res = await s.app.inject({
+        method: 'POST',
+        url: `${M}/authenticate?method=password`,
+        payload: { username: 'alice', password: 'alice-password-12' },
+      })
+      expect(res.statusCode).toBe(200)
+      const query = {
+        typeId: 'EXT-JWT',
+        provider: 'url',
+        httpUrl: 'https://mfa.corp.example/authorize',
+        id: s.signerId,
       }
-    }
-  })
+      expect(res.json().data.authQueries).toEqual([query])
+      const challenge = res.headers['www-authenticate'] as string
+      expect(challenge).toContain('realm="openziti-secondary-ext-jwt"')
+      expect(challenge).toContain('error="missing"')
+      expect(challenge).toContain(`id="${s.signerId}"`)
+      expect(challenge).toContain(`issuer="${ISSUER}"`)
+      const session = res.headers['zt-session'] as string
 
-  it('lets one JWT satisfy both factors at ext-jwt login', async () => {
-    const s = await setup()
-    const token = await s.jwt(s.ids.bob as string)
-    const res = await s.app.inject({
-      method: 'POST',
-      url: `${C}/authenticate?method=ext-jwt`,
-      headers: { authorization: `Bearer ${token}` },
-    })
-    expect(res.statusCode).toBe(200)
-    expect(res.json().data.authQueries).toEqual([])
-    expect(res.headers['www-authenticate']).toBeUndefined()
-    const session = res.headers['zt-session'] as string
-    expect((await get(s.app, `${C}/current-identity`, session, token)).statusCode).toBe(200)
-  })
+      for (const api of [C, M]) {
+        const cur = await get(s.app, `${api}/current-api-session`, session)
+        expect(cur.statusCode).toBe(200)
+        expect(cur.json().data.authQueries).toEqual([query])
+      }
+      const identity = await get(s.app, `${C}/current-identity`, session)
+      expect(identity.statusCode).toBe(401)
+      expect(identity.headers['www-authenticate']).toContain('realm="openziti-secondary-ext-jwt"')
+      expect((await get(s.app, `${M}/external-jwt-signers`, session)).statusCode).toBe(401)
 
-  it('accepts the secondary JWT as a second Authorization header beside the primary one', async () => {
-    const s = await setup()
-    const primaryCert = await makeCert()
-    const primary = await s.call('POST', `${M}/external-jwt-signers`, {
-      name: 'primary',
-      enabled: true,
-      issuer: 'https://primary.example',
-      audience: 'ziti',
-      certPem: primaryCert.certPem,
-      kid: 'p-1',
+      const token = await s.jwt(s.ids.alice as string)
+      const full = await get(s.app, `${C}/current-identity`, session, token)
+      expect(full.statusCode).toBe(200)
+      expect(full.json().data).toMatchObject({
+        id: s.ids.alice,
+        name: 'alice',
+        isAdmin: true,
+        authPolicyId: s.policyId,
+      })
+      expect((await get(s.app, `${M}/external-jwt-signers`, session, token)).statusCode).toBe(200)
+      expect(
+        (await get(s.app, `${M}/current-api-session`, session, token)).json().data.authQueries,
+      ).toEqual([])
+      // The factor is per request: the next call without it is partial again.
+      expect((await get(s.app, `${M}/external-jwt-signers`, session)).statusCode).toBe(401)
     })
-    expect(primary.statusCode).toBe(201)
-    const primaryJwt = await signJwt(
-      primaryCert.privateKey,
-      { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob },
-      { kid: 'p-1', now: s.clock() },
-    )
-    const onlyPrimary = await s.app.inject({
-      method: 'POST',
-      url: `${C}/authenticate?method=ext-jwt`,
-      headers: { authorization: `Bearer ${primaryJwt}` },
-    })
-    expect(onlyPrimary.statusCode).toBe(200)
-    expect(onlyPrimary.json().data.authQueries).toHaveLength(1)
-    const both = await s.app.inject({
-      method: 'POST',
-      url: `${C}/authenticate?method=ext-jwt`,
-      // Two Authorization headers; light-my-request sends an array as repeated headers.
-      headers: {
-        authorization: [`Bearer ${primaryJwt}`, `Bearer ${await s.jwt(s.ids.bob as string)}`],
-      } as unknown as Record<string, string>,
-    })
-    expect(both.statusCode).toBe(200)
-    expect(both.json().data.authQueries).toEqual([])
-  })
 
-  it('applies changes to the very next request', async () => {
-    const s = await setup()
-    const session = await login(s.app, 'alice', 'alice-password-12')
-    const token = await s.jwt(s.ids.alice as string)
-    const ok = async () => (await get(s.app, `${C}/current-identity`, session, token)).statusCode
-    expect(await ok()).toBe(200)
-    expect(await ok()).toBe(200) // now served from the verified-token cache
+    it('answers missing, expired, wrongly signed, wrong-signer and wrong-identity tokens with 401', async () => {
+      const s = await setup()
+      const session = await login(s.app, 'alice', 'alice-password-12')
+      const t = Math.floor(Date.parse(NOW) / 1000)
+      const other = await s.call('POST', `${M}/external-jwt-signers`, {
+        name: 'other',
+        enabled: true,
+        issuer: 'https://other.example',
+        audience: 'ziti',
+        certPem: key2.certPem,
+        kid: 'o-1',
+      })
+      expect(other.statusCode).toBe(201)
+      const cases: [string | undefined, string][] = [
+        [undefined, 'missing'],
+        [await s.jwt(s.ids.alice as string, { exp: t - 3600 }), 'expired'],
+        [await s.jwt(s.ids.alice as string, {}, rogue), 'invalid'],
+        [
+          await signJwt(
+            key2.privateKey,
+            { iss: 'https://other.example', aud: 'ziti', sub: s.ids.alice },
+            { kid: 'o-1', now: s.clock() },
+          ),
+          'invalid',
+        ],
+        [await s.jwt(s.ids.bob as string), 'invalid'],
+        ['garbage', 'invalid'],
+      ]
+      for (const [bearer, error] of cases) {
+        for (const url of [`${C}/current-identity`, `${M}/identities`]) {
+          const res = await get(s.app, url, session, bearer)
+          expect(res.statusCode, `${url} ${error}`).toBe(401)
+          expect(res.json().error.code).toBe('UNAUTHORIZED')
+          expect(res.headers['www-authenticate'], `${url} ${error}`).toContain(`error="${error}"`)
+        }
+      }
+    })
 
-    await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { enabled: false })
-    expect(await ok()).toBe(401)
-    await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { enabled: true })
-    expect(await ok()).toBe(200)
-
-    await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { audience: 'other' })
-    expect(await ok()).toBe(401)
-    await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, {
-      audience: 'ziti',
-      issuer: 'https://moved.example',
-    })
-    expect(await ok()).toBe(401)
-    await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, {
-      issuer: ISSUER,
-      certPem: key2.certPem,
-    })
-    expect(await ok()).toBe(401)
-    await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { certPem: key.certPem })
-    expect(await ok()).toBe(200)
-
-    // The policy: pointing the secondary at another signer makes this token insufficient...
-    const other = await s.call('POST', `${M}/external-jwt-signers`, {
-      name: 'other',
-      enabled: true,
-      issuer: 'https://other.example',
-      audience: 'ziti',
-      certPem: key2.certPem,
-      kid: 'o-1',
-    })
-    await s.call('PATCH', `${M}/auth-policies/${s.policyId}`, {
-      secondary: { requireExtJwtSigner: other.json().data.id },
-    })
-    expect(await ok()).toBe(401)
-    // ...and dropping the requirement makes the session fully authenticated without any token.
-    await s.call('PATCH', `${M}/auth-policies/${s.policyId}`, {
-      secondary: { requireExtJwtSigner: null },
-    })
-    expect((await get(s.app, `${C}/current-identity`, session)).statusCode).toBe(200)
-    await s.call('PATCH', `${M}/auth-policies/${s.policyId}`, {
-      secondary: { requireExtJwtSigner: s.signerId },
-    })
-    expect(await ok()).toBe(200)
-
-    // The identity's policy, then the identity itself.
-    await s.call('PATCH', `${M}/identities/${s.ids.alice}`, { authPolicyId: 'default' })
-    expect((await get(s.app, `${C}/current-identity`, session)).statusCode).toBe(200)
-    await s.call('PATCH', `${M}/identities/${s.ids.alice}`, { authPolicyId: s.policyId })
-    expect((await get(s.app, `${C}/current-identity`, session)).statusCode).toBe(401)
-    expect(await ok()).toBe(200)
-    await s.call('PATCH', `${M}/identities/${s.ids.alice}`, { disabled: true })
-    expect(await ok()).toBe(401)
-  })
-
-  it('stops honouring a cached token at its exp (plus the clock tolerance)', async () => {
-    const s = await setup({ verifiedCacheEntries: 20 })
-    const session = await login(s.app, 'bob', 'bob-password-12')
-    for (let i = 0; i < 60; i++) {
-      const token = await s.jwt(s.ids.bob as string, { jti: `t${i}` })
+    it('lets one JWT satisfy both factors at ext-jwt login', async () => {
+      const s = await setup()
+      const token = await s.jwt(s.ids.bob as string)
+      const res = await s.app.inject({
+        method: 'POST',
+        url: `${C}/authenticate?method=ext-jwt`,
+        headers: { authorization: `Bearer ${token}` },
+      })
+      expect(res.statusCode).toBe(200)
+      expect(res.json().data.authQueries).toEqual([])
+      expect(res.headers['www-authenticate']).toBeUndefined()
+      const session = res.headers['zt-session'] as string
       expect((await get(s.app, `${C}/current-identity`, session, token)).statusCode).toBe(200)
-    }
-    const t = Math.floor(Date.parse(NOW) / 1000)
-    const short = await s.jwt(s.ids.bob as string, { exp: t + 60 })
-    expect((await get(s.app, `${C}/current-identity`, session, short)).statusCode).toBe(200)
-    s.clock.advance(60_000 + 30_000 + 1000)
-    expect((await get(s.app, `${C}/current-identity`, session, short)).statusCode).toBe(401)
+    })
+
+    it('accepts the secondary JWT as a second Authorization header beside the primary one', async () => {
+      const s = await setup()
+      const primaryCert = await makeCert()
+      const primary = await s.call('POST', `${M}/external-jwt-signers`, {
+        name: 'primary',
+        enabled: true,
+        issuer: 'https://primary.example',
+        audience: 'ziti',
+        certPem: primaryCert.certPem,
+        kid: 'p-1',
+      })
+      expect(primary.statusCode).toBe(201)
+      const primaryJwt = await signJwt(
+        primaryCert.privateKey,
+        { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob },
+        { kid: 'p-1', now: s.clock() },
+      )
+      const onlyPrimary = await s.app.inject({
+        method: 'POST',
+        url: `${C}/authenticate?method=ext-jwt`,
+        headers: { authorization: `Bearer ${primaryJwt}` },
+      })
+      expect(onlyPrimary.statusCode).toBe(200)
+      expect(onlyPrimary.json().data.authQueries).toHaveLength(1)
+      const both = await s.app.inject({
+        method: 'POST',
+        url: `${C}/authenticate?method=ext-jwt`,
+        // Two Authorization headers; light-my-request sends an array as repeated headers.
+        headers: {
+          authorization: [`Bearer ${primaryJwt}`, `Bearer ${await s.jwt(s.ids.bob as string)}`],
+        } as unknown as Record<string, string>,
+      })
+      expect(both.statusCode).toBe(200)
+      expect(both.json().data.authQueries).toEqual([])
+    })
+
+    it('applies changes to the very next request', async () => {
+      const s = await setup()
+      const session = await login(s.app, 'alice', 'alice-password-12')
+      const token = await s.jwt(s.ids.alice as string)
+      const ok = async () => (await get(s.app, `${C}/current-identity`, session, token)).statusCode
+      expect(await ok()).toBe(200)
+      expect(await ok()).toBe(200) // now served from the verified-token cache
+
+      await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { enabled: false })
+      expect(await ok()).toBe(401)
+      await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { enabled: true })
+      expect(await ok()).toBe(200)
+
+      await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { audience: 'other' })
+      expect(await ok()).toBe(401)
+      await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, {
+        audience: 'ziti',
+        issuer: 'https://moved.example',
+      })
+      expect(await ok()).toBe(401)
+      await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, {
+        issuer: ISSUER,
+        certPem: key2.certPem,
+      })
+      expect(await ok()).toBe(401)
+      await s.call('PATCH', `${M}/external-jwt-signers/${s.signerId}`, { certPem: key.certPem })
+      expect(await ok()).toBe(200)
+
+      // The policy: pointing the secondary at another signer makes this token insufficient...
+      const other = await s.call('POST', `${M}/external-jwt-signers`, {
+        name: 'other',
+        enabled: true,
+        issuer: 'https://other.example',
+        audience: 'ziti',
+        certPem: key2.certPem,
+        kid: 'o-1',
+      })
+      await s.call('PATCH', `${M}/auth-policies/${s.policyId}`, {
+        secondary: { requireExtJwtSigner: other.json().data.id },
+      })
+      expect(await ok()).toBe(401)
+      // ...and dropping the requirement makes the session fully authenticated without any token.
+      await s.call('PATCH', `${M}/auth-policies/${s.policyId}`, {
+        secondary: { requireExtJwtSigner: null },
+      })
+      expect((await get(s.app, `${C}/current-identity`, session)).statusCode).toBe(200)
+      await s.call('PATCH', `${M}/auth-policies/${s.policyId}`, {
+        secondary: { requireExtJwtSigner: s.signerId },
+      })
+      expect(await ok()).toBe(200)
+
+      // The identity's policy, then the identity itself.
+      await s.call('PATCH', `${M}/identities/${s.ids.alice}`, { authPolicyId: 'default' })
+      expect((await get(s.app, `${C}/current-identity`, session)).statusCode).toBe(200)
+      await s.call('PATCH', `${M}/identities/${s.ids.alice}`, { authPolicyId: s.policyId })
+      expect((await get(s.app, `${C}/current-identity`, session)).statusCode).toBe(401)
+      expect(await ok()).toBe(200)
+      await s.call('PATCH', `${M}/identities/${s.ids.alice}`, { disabled: true })
+      expect(await ok()).toBe(401)
+    })
+
+    it('stops honouring a cached token at its exp (plus the clock tolerance)', async () => {
+      const s = await setup({ verifiedCacheEntries: 20 })
+      const session = await login(s.app, 'bob', 'bob-password-12')
+      for (let i = 0; i < 60; i++) {
+        const token = await s.jwt(s.ids.bob as string, { jti: `t${i}` })
+        expect((await get(s.app, `${C}/current-identity`, session, token)).statusCode).toBe(200)
+      }
+      const t = Math.floor(Date.parse(NOW) / 1000)
+      const short = await s.jwt(s.ids.bob as string, { exp: t + 60 })
+      expect((await get(s.app, `${C}/current-identity`, session, short)).statusCode).toBe(200)
+      s.clock.advance(60_000 + 30_000 + 1000)
+      expect((await get(s.app, `${C}/current-identity`, session, short)).statusCode).toBe(401)
+    })
   })
 })

@@ -1,151 +1,164 @@
 import { describe, expect, it } from 'vitest'
 import { SessionService } from '../../src/identities/session-service.js'
-import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, login, testClock } from '../helpers/app.js'
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  buildTestApp,
+  forEachStore,
+  login,
+  testClock,
+} from '../helpers/app.js'
 import { openTestStore } from '../helpers/stores.js'
 
 const AUTH = '/edge/management/v1/authenticate?method=password'
 const CURRENT = '/edge/management/v1/current-api-session'
 const SIGNERS = '/edge/management/v1/external-jwt-signers'
 
-describe('password login and API sessions', () => {
-  it('answers 200 with the session in data and the token in zt-session', async () => {
-    const app = await buildTestApp()
-    const res = await app.inject({
-      method: 'POST',
-      url: AUTH,
-      payload: { username: ADMIN_USER, password: ADMIN_PASSWORD },
+forEachStore(() => {
+  describe('password login and API sessions', () => {
+    it('answers 200 with the session in data and the token in zt-session', async () => {
+      const app = await buildTestApp()
+      const res = await app.inject({
+        method: 'POST',
+        url: AUTH,
+        payload: { username: ADMIN_USER, password: ADMIN_PASSWORD },
+      })
+      expect(res.statusCode).toBe(200)
+      const { data, meta } = res.json()
+      expect(meta).toEqual({})
+      const token = res.headers['zt-session']
+      expect(typeof token).toBe('string')
+      expect(Buffer.from(token as string, 'base64url').length).toBeGreaterThanOrEqual(16)
+      expect(data).toMatchObject({
+        token,
+        identity: { name: ADMIN_USER, id: data.identityId },
+        expirationSeconds: 1800,
+        authQueries: [],
+        authenticatorId: 'updb',
+      })
+      expect(typeof data.id).toBe('string')
+      expect(Date.parse(data.expiresAt)).toBeGreaterThan(Date.now())
     })
-    expect(res.statusCode).toBe(200)
-    const { data, meta } = res.json()
-    expect(meta).toEqual({})
-    const token = res.headers['zt-session']
-    expect(typeof token).toBe('string')
-    expect(Buffer.from(token as string, 'base64url').length).toBeGreaterThanOrEqual(16)
-    expect(data).toMatchObject({
-      token,
-      identity: { name: ADMIN_USER, id: data.identityId },
-      expirationSeconds: 1800,
-      authQueries: [],
-      authenticatorId: 'updb',
-    })
-    expect(typeof data.id).toBe('string')
-    expect(Date.parse(data.expiresAt)).toBeGreaterThan(Date.now())
-  })
 
-  it('gives the same 401 for a wrong username and a wrong password', async () => {
-    const app = await buildTestApp()
-    const wrongUser = await app.inject({
-      method: 'POST',
-      url: AUTH,
-      payload: { username: 'nobody', password: ADMIN_PASSWORD },
+    it('gives the same 401 for a wrong username and a wrong password', async () => {
+      const app = await buildTestApp()
+      const wrongUser = await app.inject({
+        method: 'POST',
+        url: AUTH,
+        payload: { username: 'nobody', password: ADMIN_PASSWORD },
+      })
+      const wrongPass = await app.inject({
+        method: 'POST',
+        url: AUTH,
+        payload: { username: ADMIN_USER, password: 'wrong-password-1' },
+      })
+      expect(wrongUser.statusCode).toBe(401)
+      expect(wrongPass.statusCode).toBe(401)
+      expect(wrongUser.json().error.code).toBe(wrongPass.json().error.code)
+      expect(wrongUser.json().error.message).toBe(wrongPass.json().error.message)
+      expect(wrongUser.headers['zt-session']).toBeUndefined()
     })
-    const wrongPass = await app.inject({
-      method: 'POST',
-      url: AUTH,
-      payload: { username: ADMIN_USER, password: 'wrong-password-1' },
-    })
-    expect(wrongUser.statusCode).toBe(401)
-    expect(wrongPass.statusCode).toBe(401)
-    expect(wrongUser.json().error.code).toBe(wrongPass.json().error.code)
-    expect(wrongUser.json().error.message).toBe(wrongPass.json().error.message)
-    expect(wrongUser.headers['zt-session']).toBeUndefined()
-  })
 
-  it('refuses unknown methods and missing credentials with 400', async () => {
-    const app = await buildTestApp()
-    const method = await app.inject({
-      method: 'POST',
-      url: '/edge/management/v1/authenticate?method=magic',
-      payload: {},
+    it('refuses unknown methods and missing credentials with 400', async () => {
+      const app = await buildTestApp()
+      const method = await app.inject({
+        method: 'POST',
+        url: '/edge/management/v1/authenticate?method=magic',
+        payload: {},
+      })
+      expect(method.statusCode).toBe(400)
+      expect(method.json().error.code).toBe('INVALID_AUTH_METHOD')
+      const missing = await app.inject({
+        method: 'POST',
+        url: AUTH,
+        payload: { username: ADMIN_USER },
+      })
+      expect(missing.statusCode).toBe(400)
+      expect(missing.json().error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'password' },
+      })
     })
-    expect(method.statusCode).toBe(400)
-    expect(method.json().error.code).toBe('INVALID_AUTH_METHOD')
-    const missing = await app.inject({
-      method: 'POST',
-      url: AUTH,
-      payload: { username: ADMIN_USER },
-    })
-    expect(missing.statusCode).toBe(400)
-    expect(missing.json().error).toMatchObject({
-      code: 'COULD_NOT_VALIDATE',
-      cause: { field: 'password' },
-    })
-  })
 
-  it('reads and ends the current session; an ended session is 401', async () => {
-    const app = await buildTestApp()
-    const token = await login(app)
-    const cur = await app.inject({ method: 'GET', url: CURRENT, headers: { 'zt-session': token } })
-    expect(cur.statusCode).toBe(200)
-    expect(cur.json().data.token).toBe(token)
-    const del = await app.inject({
-      method: 'DELETE',
-      url: CURRENT,
-      headers: { 'zt-session': token },
+    it('reads and ends the current session; an ended session is 401', async () => {
+      const app = await buildTestApp()
+      const token = await login(app)
+      const cur = await app.inject({
+        method: 'GET',
+        url: CURRENT,
+        headers: { 'zt-session': token },
+      })
+      expect(cur.statusCode).toBe(200)
+      expect(cur.json().data.token).toBe(token)
+      const del = await app.inject({
+        method: 'DELETE',
+        url: CURRENT,
+        headers: { 'zt-session': token },
+      })
+      expect(del.statusCode).toBe(200)
+      expect(del.json()).toEqual({ data: {}, meta: {} })
+      const after = await app.inject({
+        method: 'GET',
+        url: SIGNERS,
+        headers: { 'zt-session': token },
+      })
+      expect(after.statusCode).toBe(401)
+      expect(after.json().error.code).toBe('UNAUTHORIZED')
     })
-    expect(del.statusCode).toBe(200)
-    expect(del.json()).toEqual({ data: {}, meta: {} })
-    const after = await app.inject({
-      method: 'GET',
-      url: SIGNERS,
-      headers: { 'zt-session': token },
-    })
-    expect(after.statusCode).toBe(401)
-    expect(after.json().error.code).toBe('UNAUTHORIZED')
-  })
 
-  it('guards every management route: no session, a bogus one and a non-admin all get 401', async () => {
-    const app = await buildTestApp()
-    for (const headers of [{}, { 'zt-session': 'bogus' }]) {
-      for (const [method, url] of [
-        ['GET', SIGNERS],
-        ['POST', SIGNERS],
-        ['GET', `${SIGNERS}/x`],
-        ['PUT', `${SIGNERS}/x`],
-        ['PATCH', `${SIGNERS}/x`],
-        ['DELETE', `${SIGNERS}/x`],
-        ['GET', '/edge/management/v1/ext-jwt-signers'],
-        ['GET', CURRENT],
-      ] as const) {
-        const res = await app.inject({ method, url, headers, payload: {} })
-        expect(res.statusCode, `${method} ${url}`).toBe(401)
-        expect(res.json().error.code).toBe('UNAUTHORIZED')
-        expect(res.headers['www-authenticate']).toContain('zt-session')
+    it('guards every management route: no session, a bogus one and a non-admin all get 401', async () => {
+      const app = await buildTestApp()
+      for (const headers of [{}, { 'zt-session': 'bogus' }]) {
+        for (const [method, url] of [
+          ['GET', SIGNERS],
+          ['POST', SIGNERS],
+          ['GET', `${SIGNERS}/x`],
+          ['PUT', `${SIGNERS}/x`],
+          ['PATCH', `${SIGNERS}/x`],
+          ['DELETE', `${SIGNERS}/x`],
+          ['GET', '/edge/management/v1/ext-jwt-signers'],
+          ['GET', CURRENT],
+        ] as const) {
+          const res = await app.inject({ method, url, headers, payload: {} })
+          expect(res.statusCode, `${method} ${url}`).toBe(401)
+          expect(res.json().error.code).toBe('UNAUTHORIZED')
+          expect(res.headers['www-authenticate']).toContain('zt-session')
+        }
       }
-    }
-  })
-
-  it('purges expired sessions from the store', async () => {
-    const clock = testClock()
-    const store = await openTestStore('sqlite')
-    const app = await buildTestApp({ clock, store, config: { sessionTimeoutMs: 60_000 } })
-    await login(app)
-    await login(app)
-    const sessions = new SessionService({
-      store,
-      identity: (id) => store.repos.identities.get(id),
-      clock,
-      timeoutMs: 60_000,
     })
-    expect(await sessions.purgeExpired()).toBe(0)
-    clock.advance(60_001)
-    expect(await sessions.purgeExpired()).toBe(2)
-    expect(await store.repos.sessions.count()).toBe(0)
-    await store.close()
-  })
 
-  it('expires idle sessions and slides the expiry with activity', async () => {
-    const clock = testClock()
-    const app = await buildTestApp({ clock, config: { sessionTimeoutMs: 60_000 } })
-    const token = await login(app)
-    const headers = { 'zt-session': token }
-    clock.advance(50_000)
-    expect((await app.inject({ method: 'GET', url: SIGNERS, headers })).statusCode).toBe(200)
-    clock.advance(50_000) // 100 s after login, 50 s after the last call
-    const cur = await app.inject({ method: 'GET', url: CURRENT, headers })
-    expect(cur.statusCode).toBe(200)
-    expect(cur.json().data.expirationSeconds).toBe(60)
-    clock.advance(60_001)
-    expect((await app.inject({ method: 'GET', url: SIGNERS, headers })).statusCode).toBe(401)
+    it('purges expired sessions from the store', async () => {
+      const clock = testClock()
+      const store = await openTestStore('sqlite')
+      const app = await buildTestApp({ clock, store, config: { sessionTimeoutMs: 60_000 } })
+      await login(app)
+      await login(app)
+      const sessions = new SessionService({
+        store,
+        identity: (id) => store.repos.identities.get(id),
+        clock,
+        timeoutMs: 60_000,
+      })
+      expect(await sessions.purgeExpired()).toBe(0)
+      clock.advance(60_001)
+      expect(await sessions.purgeExpired()).toBe(2)
+      expect(await store.repos.sessions.count()).toBe(0)
+      await store.close()
+    })
+
+    it('expires idle sessions and slides the expiry with activity', async () => {
+      const clock = testClock()
+      const app = await buildTestApp({ clock, config: { sessionTimeoutMs: 60_000 } })
+      const token = await login(app)
+      const headers = { 'zt-session': token }
+      clock.advance(50_000)
+      expect((await app.inject({ method: 'GET', url: SIGNERS, headers })).statusCode).toBe(200)
+      clock.advance(50_000) // 100 s after login, 50 s after the last call
+      const cur = await app.inject({ method: 'GET', url: CURRENT, headers })
+      expect(cur.statusCode).toBe(200)
+      expect(cur.json().data.expirationSeconds).toBe(60)
+      clock.advance(60_001)
+      expect((await app.inject({ method: 'GET', url: SIGNERS, headers })).statusCode).toBe(401)
+    })
   })
 })

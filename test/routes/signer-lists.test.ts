@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, login, testClock } from '../helpers/app.js'
+import { buildTestApp, forEachStore, login, testClock } from '../helpers/app.js'
 
 const BASE = '/edge/management/v1/external-jwt-signers'
 const CLIENT = '/edge/client/v1/external-jwt-signers'
@@ -48,188 +48,187 @@ async function names(app: FastifyInstance, token: string, query: string) {
 
 const q = (params: Record<string, string>) => new URLSearchParams(params).toString()
 
-describe('signer lists', () => {
-  it('filters with =, contains, icontains, booleans and and/or/not', async () => {
-    const { app, token } = await seeded()
-    const sortByName = { sort: 'name asc' }
-    expect(await names(app, token, q({ filter: 'name = "partner"' }))).toEqual(['partner'])
-    expect(await names(app, token, q({ filter: 'name contains "corp"', ...sortByName }))).toEqual([
-      'corp-east',
-      'corp-west',
-    ])
-    expect(await names(app, token, q({ filter: 'name icontains "corp"', ...sortByName }))).toEqual([
-      'Corp-lab',
-      'corp-east',
-      'corp-west',
-    ])
-    expect(
-      await names(
-        app,
-        token,
-        q({ filter: 'name contains "corp" and enabled = true', ...sortByName }),
-      ),
-    ).toEqual(['corp-east'])
-    expect(
-      await names(
-        app,
-        token,
-        q({ filter: 'issuer contains "west" or name = "partner"', ...sortByName }),
-      ),
-    ).toEqual(['corp-west', 'partner'])
-    expect(await names(app, token, q({ filter: 'not enabled', ...sortByName }))).toEqual([
-      'corp-west',
-    ])
-    expect(
-      await names(app, token, q({ filter: 'name in ["partner", "Corp-lab"]', ...sortByName })),
-    ).toEqual(['Corp-lab', 'partner'])
-  })
-
-  it('sorts by name, issuer and createdAt in both directions', async () => {
-    const { app, token } = await seeded()
-    expect(await names(app, token, q({ sort: 'createdAt desc' }))).toEqual([
-      'Corp-lab',
-      'partner',
-      'corp-west',
-      'corp-east',
-    ])
-    expect(await names(app, token, q({ sort: 'name desc' }))).toEqual([
-      'partner',
-      'corp-west',
-      'corp-east',
-      'Corp-lab',
-    ])
-    expect(await names(app, token, q({ sort: 'issuer asc' }))).toEqual(
-      [
-        'https://Corp-lab.example',
-        'https://corp-east.example',
-        'https://corp-west.example',
-        'https://partner.example',
-      ].map((i) => i.slice(8, -8)),
-    )
-  })
-
-  it('pages with limit and offset and reports pagination', async () => {
-    const { app, token } = await seeded()
-    const res = await app.inject({
-      method: 'GET',
-      url: `${BASE}?${q({ limit: '2', offset: '1', sort: 'createdAt asc' })}`,
-      headers: { 'zt-session': token },
+forEachStore(() => {
+  describe('signer lists', () => {
+    it('filters with =, contains, icontains, booleans and and/or/not', async () => {
+      const { app, token } = await seeded()
+      const sortByName = { sort: 'name asc' }
+      expect(await names(app, token, q({ filter: 'name = "partner"' }))).toEqual(['partner'])
+      expect(await names(app, token, q({ filter: 'name contains "corp"', ...sortByName }))).toEqual(
+        ['corp-east', 'corp-west'],
+      )
+      expect(
+        await names(app, token, q({ filter: 'name icontains "corp"', ...sortByName })),
+      ).toEqual(['Corp-lab', 'corp-east', 'corp-west'])
+      expect(
+        await names(
+          app,
+          token,
+          q({ filter: 'name contains "corp" and enabled = true', ...sortByName }),
+        ),
+      ).toEqual(['corp-east'])
+      expect(
+        await names(
+          app,
+          token,
+          q({ filter: 'issuer contains "west" or name = "partner"', ...sortByName }),
+        ),
+      ).toEqual(['corp-west', 'partner'])
+      expect(await names(app, token, q({ filter: 'not enabled', ...sortByName }))).toEqual([
+        'corp-west',
+      ])
+      expect(
+        await names(app, token, q({ filter: 'name in ["partner", "Corp-lab"]', ...sortByName })),
+      ).toEqual(['Corp-lab', 'partner'])
     })
-    expect(res.json().data.map((d: { name: string }) => d.name)).toEqual(['corp-west', 'partner'])
-    expect(res.json().meta.pagination).toEqual({ limit: 2, offset: 1, totalCount: 4 })
-    const capped = await app.inject({
-      method: 'GET',
-      url: `${BASE}?limit=100000`,
-      headers: { 'zt-session': token },
-    })
-    expect(capped.json().meta.pagination).toEqual({ limit: 500, offset: 0, totalCount: 4 })
-    const dflt = await app.inject({ method: 'GET', url: BASE, headers: { 'zt-session': token } })
-    expect(dflt.json().meta.pagination.limit).toBe(10)
-  })
 
-  it.each([
-    [{ limit: 'ten' }, 'INVALID_PAGINATION', 'limit'],
-    [{ limit: '-1' }, 'INVALID_PAGINATION', 'limit'],
-    [{ offset: '1.5' }, 'INVALID_PAGINATION', 'offset'],
-    [{ filter: 'name = ' }, 'INVALID_FILTER', 'filter'],
-    [{ filter: 'secret = "x"' }, 'INVALID_FILTER', 'filter'],
-    [{ filter: 'name = "x" and' }, 'INVALID_FILTER', 'filter'],
-    [{ filter: 'enabled = "yes"' }, 'INVALID_FILTER', 'filter'],
-    [{ filter: `${'('.repeat(100)}enabled${')'.repeat(100)}` }, 'INVALID_FILTER', 'filter'],
-    [{ filter: 'name = "x"; DROP TABLE signers' }, 'INVALID_FILTER', 'filter'],
-    [{ sort: 'certPem asc' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
-    [{ sort: 'name sideways' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
-  ])('refuses bad list parameters %o with %s', async (params, code, field) => {
-    const { app, token } = await seeded()
-    const res = await app.inject({
-      method: 'GET',
-      url: `${BASE}?${q(params)}`,
-      headers: { 'zt-session': token },
+    it('sorts by name, issuer and createdAt in both directions', async () => {
+      const { app, token } = await seeded()
+      expect(await names(app, token, q({ sort: 'createdAt desc' }))).toEqual([
+        'Corp-lab',
+        'partner',
+        'corp-west',
+        'corp-east',
+      ])
+      expect(await names(app, token, q({ sort: 'name desc' }))).toEqual([
+        'partner',
+        'corp-west',
+        'corp-east',
+        'Corp-lab',
+      ])
+      expect(await names(app, token, q({ sort: 'issuer asc' }))).toEqual(
+        [
+          'https://Corp-lab.example',
+          'https://corp-east.example',
+          'https://corp-west.example',
+          'https://partner.example',
+        ].map((i) => i.slice(8, -8)),
+      )
     })
-    expect(res.statusCode).toBe(400)
-    expect(res.json().error).toMatchObject({ code, cause: { field } })
-  })
 
-  it('keeps substring search in step with renames and deletes, for short values, quotes and case', async () => {
-    const { app, token, ids } = await seeded()
-    const patch = (id: string, payload: object) =>
-      app.inject({
-        method: 'PATCH',
-        url: `${BASE}/${id}`,
+    it('pages with limit and offset and reports pagination', async () => {
+      const { app, token } = await seeded()
+      const res = await app.inject({
+        method: 'GET',
+        url: `${BASE}?${q({ limit: '2', offset: '1', sort: 'createdAt asc' })}`,
         headers: { 'zt-session': token },
-        payload,
       })
-    await patch(ids.partner as string, { name: 'vendor "quoted" idp' })
-    expect(await names(app, token, q({ filter: 'name contains "partner"' }))).toEqual([])
-    expect(await names(app, token, q({ filter: 'name contains "\\"quoted\\""' }))).toEqual([
-      'vendor "quoted" idp',
-    ])
-    expect(await names(app, token, q({ filter: 'name contains "VENDOR"' }))).toEqual([])
-    expect(await names(app, token, q({ filter: 'name icontains "VENDOR"' }))).toEqual([
-      'vendor "quoted" idp',
-    ])
-    expect(await names(app, token, q({ filter: 'name contains "o"', sort: 'name' }))).toEqual([
-      'Corp-lab',
-      'corp-east',
-      'corp-west',
-      'vendor "quoted" idp',
-    ])
-    expect(
-      await names(app, token, q({ filter: 'name not contains "corp"', sort: 'name' })),
-    ).toEqual(['Corp-lab', 'vendor "quoted" idp'])
-    await app.inject({
-      method: 'DELETE',
-      url: `${BASE}/${ids['corp-east']}`,
-      headers: { 'zt-session': token },
+      expect(res.json().data.map((d: { name: string }) => d.name)).toEqual(['corp-west', 'partner'])
+      expect(res.json().meta.pagination).toEqual({ limit: 2, offset: 1, totalCount: 4 })
+      const capped = await app.inject({
+        method: 'GET',
+        url: `${BASE}?limit=100000`,
+        headers: { 'zt-session': token },
+      })
+      expect(capped.json().meta.pagination).toEqual({ limit: 500, offset: 0, totalCount: 4 })
+      const dflt = await app.inject({ method: 'GET', url: BASE, headers: { 'zt-session': token } })
+      expect(dflt.json().meta.pagination.limit).toBe(10)
     })
-    expect(await names(app, token, q({ filter: 'name contains "east"' }))).toEqual([])
-    expect(await names(app, token, q({ filter: 'issuer contains "corp-west.example"' }))).toEqual([
-      'corp-west',
-    ])
-  })
 
-  it('treats filter values as data, never as SQL', async () => {
-    const { app, token } = await seeded()
-    expect(await names(app, token, q({ filter: `name = "x\\" or 1=1 --"` }))).toEqual([])
-    expect(await names(app, token, q({ filter: 'name contains "%"' }))).toEqual([])
-  })
-})
+    it.each([
+      [{ limit: 'ten' }, 'INVALID_PAGINATION', 'limit'],
+      [{ limit: '-1' }, 'INVALID_PAGINATION', 'limit'],
+      [{ offset: '1.5' }, 'INVALID_PAGINATION', 'offset'],
+      [{ filter: 'name = ' }, 'INVALID_FILTER', 'filter'],
+      [{ filter: 'secret = "x"' }, 'INVALID_FILTER', 'filter'],
+      [{ filter: 'name = "x" and' }, 'INVALID_FILTER', 'filter'],
+      [{ filter: 'enabled = "yes"' }, 'INVALID_FILTER', 'filter'],
+      [{ filter: `${'('.repeat(100)}enabled${')'.repeat(100)}` }, 'INVALID_FILTER', 'filter'],
+      [{ filter: 'name = "x"; DROP TABLE signers' }, 'INVALID_FILTER', 'filter'],
+      [{ sort: 'certPem asc' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+      [{ sort: 'name sideways' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+    ])('refuses bad list parameters %o with %s', async (params, code, field) => {
+      const { app, token } = await seeded()
+      const res = await app.inject({
+        method: 'GET',
+        url: `${BASE}?${q(params)}`,
+        headers: { 'zt-session': token },
+      })
+      expect(res.statusCode).toBe(400)
+      expect(res.json().error).toMatchObject({ code, cause: { field } })
+    })
 
-describe('client signer list', () => {
-  it('needs no session and shows only enabled signers with an externalAuthUrl, four fields each', async () => {
-    const { app, ids } = await seeded()
-    const res = await app.inject({ method: 'GET', url: CLIENT })
-    expect(res.statusCode).toBe(200)
-    const body = res.json()
-    expect(body.meta).toEqual({})
-    const byName = Object.fromEntries(body.data.map((d: { name: string }) => [d.name, d]))
-    expect(Object.keys(byName).sort()).toEqual(['Corp-lab', 'corp-east'])
-    expect(byName['corp-east']).toEqual({
-      id: ids['corp-east'],
-      name: 'corp-east',
-      externalAuthUrl: 'https://corp-east.example/auth',
-      _links: { self: { href: `./external-jwt-signers/${ids['corp-east']}` } },
+    it('keeps substring search in step with renames and deletes, for short values, quotes and case', async () => {
+      const { app, token, ids } = await seeded()
+      const patch = (id: string, payload: object) =>
+        app.inject({
+          method: 'PATCH',
+          url: `${BASE}/${id}`,
+          headers: { 'zt-session': token },
+          payload,
+        })
+      await patch(ids.partner as string, { name: 'vendor "quoted" idp' })
+      expect(await names(app, token, q({ filter: 'name contains "partner"' }))).toEqual([])
+      expect(await names(app, token, q({ filter: 'name contains "\\"quoted\\""' }))).toEqual([
+        'vendor "quoted" idp',
+      ])
+      expect(await names(app, token, q({ filter: 'name contains "VENDOR"' }))).toEqual([])
+      expect(await names(app, token, q({ filter: 'name icontains "VENDOR"' }))).toEqual([
+        'vendor "quoted" idp',
+      ])
+      expect(await names(app, token, q({ filter: 'name contains "o"', sort: 'name' }))).toEqual([
+        'Corp-lab',
+        'corp-east',
+        'corp-west',
+        'vendor "quoted" idp',
+      ])
+      expect(
+        await names(app, token, q({ filter: 'name not contains "corp"', sort: 'name' })),
+      ).toEqual(['Corp-lab', 'vendor "quoted" idp'])
+      await app.inject({
+        method: 'DELETE',
+        url: `${BASE}/${ids['corp-east']}`,
+        headers: { 'zt-session': token },
+      })
+      expect(await names(app, token, q({ filter: 'name contains "east"' }))).toEqual([])
+      expect(await names(app, token, q({ filter: 'issuer contains "corp-west.example"' }))).toEqual(
+        ['corp-west'],
+      )
+    })
+
+    it('treats filter values as data, never as SQL', async () => {
+      const { app, token } = await seeded()
+      expect(await names(app, token, q({ filter: `name = "x\\" or 1=1 --"` }))).toEqual([])
+      expect(await names(app, token, q({ filter: 'name contains "%"' }))).toEqual([])
     })
   })
 
-  it('takes limit and offset', async () => {
-    const { app } = await seeded()
-    const res = await app.inject({ method: 'GET', url: `${CLIENT}?limit=1&offset=1` })
-    expect(res.json().data).toHaveLength(1)
-    const bad = await app.inject({ method: 'GET', url: `${CLIENT}?limit=x` })
-    expect(bad.statusCode).toBe(400)
-    expect(bad.json().error.code).toBe('INVALID_PAGINATION')
-  })
-
-  it('follows changes: a disabled signer leaves the list', async () => {
-    const { app, token, ids } = await seeded()
-    await app.inject({
-      method: 'PATCH',
-      url: `${BASE}/${ids['corp-east']}`,
-      headers: { 'zt-session': token },
-      payload: { enabled: false },
+  describe('client signer list', () => {
+    it('needs no session and shows only enabled signers with an externalAuthUrl, four fields each', async () => {
+      const { app, ids } = await seeded()
+      const res = await app.inject({ method: 'GET', url: CLIENT })
+      expect(res.statusCode).toBe(200)
+      const body = res.json()
+      expect(body.meta).toEqual({})
+      const byName = Object.fromEntries(body.data.map((d: { name: string }) => [d.name, d]))
+      expect(Object.keys(byName).sort()).toEqual(['Corp-lab', 'corp-east'])
+      expect(byName['corp-east']).toEqual({
+        id: ids['corp-east'],
+        name: 'corp-east',
+        externalAuthUrl: 'https://corp-east.example/auth',
+        _links: { self: { href: `./external-jwt-signers/${ids['corp-east']}` } },
+      })
     })
-    const res = await app.inject({ method: 'GET', url: CLIENT })
-    expect(res.json().data.map((d: { name: string }) => d.name)).toEqual(['Corp-lab'])
+
+    it('takes limit and offset', async () => {
+      const { app } = await seeded()
+      const res = await app.inject({ method: 'GET', url: `${CLIENT}?limit=1&offset=1` })
+      expect(res.json().data).toHaveLength(1)
+      const bad = await app.inject({ method: 'GET', url: `${CLIENT}?limit=x` })
+      expect(bad.statusCode).toBe(400)
+      expect(bad.json().error.code).toBe('INVALID_PAGINATION')
+    })
+
+    it('follows changes: a disabled signer leaves the list', async () => {
+      const { app, token, ids } = await seeded()
+      await app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${ids['corp-east']}`,
+        headers: { 'zt-session': token },
+        payload: { enabled: false },
+      })
+      const res = await app.inject({ method: 'GET', url: CLIENT })
+      expect(res.json().data.map((d: { name: string }) => d.name)).toEqual(['Corp-lab'])
+    })
   })
 })

@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, login, refusedNames } from '../helpers/app.js'
+import { buildTestApp, forEachStore, login, refusedNames } from '../helpers/app.js'
 import { makeCert, privateKeyPem, type TestCert } from '../helpers/certs.js'
 
 const PATHS = ['/edge/management/v1/external-jwt-signers', '/edge/management/v1/ext-jwt-signers']
@@ -53,315 +53,322 @@ const jwksBody = (over: Record<string, unknown> = {}) => ({
   ...over,
 })
 
-describe.each(PATHS)('signer management at %s', (base) => {
-  it('creates a certificate signer with derived fields and reads it back', async () => {
-    const { app, token } = await setup()
-    const res = await call(app, token, 'POST', base, certBody({ tags: { team: 'a' } }))
-    expect(res.statusCode).toBe(201)
-    const { id, _links } = res.json().data
-    expect(_links.self.href).toBe(`./external-jwt-signers/${id}`)
-    expect(res.json().meta).toEqual({})
+forEachStore(() => {
+  describe.each(PATHS)('signer management at %s', (base) => {
+    it('creates a certificate signer with derived fields and reads it back', async () => {
+      const { app, token } = await setup()
+      const res = await call(app, token, 'POST', base, certBody({ tags: { team: 'a' } }))
+      expect(res.statusCode).toBe(201)
+      const { id, _links } = res.json().data
+      expect(_links.self.href).toBe(`./external-jwt-signers/${id}`)
+      expect(res.json().meta).toEqual({})
 
-    const detail = await call(app, token, 'GET', `${base}/${id}`)
-    expect(detail.statusCode).toBe(200)
-    const d = detail.json().data
-    const x509 = new X509Certificate(rsa.certPem)
-    expect(d).toMatchObject({
-      id,
-      name: 'corp cert',
-      enabled: true,
-      issuer: 'https://idp.corp.example',
-      audience: 'ziti',
-      certPem: rsa.certPem,
-      kid: 'key-1',
-      jwksEndpoint: null,
-      claimsProperty: 'sub',
-      useExternalId: false,
-      externalAuthUrl: null,
-      clientId: null,
-      scopes: null,
-      targetToken: 'ACCESS',
-      commonName: 'rsa signer',
-      fingerprint: createHash('sha1').update(x509.raw).digest('hex'),
-      notBefore: '2020-01-01T00:00:00.000Z',
-      notAfter: '2040-01-01T00:00:00.000Z',
-      tags: { team: 'a' },
+      const detail = await call(app, token, 'GET', `${base}/${id}`)
+      expect(detail.statusCode).toBe(200)
+      const d = detail.json().data
+      const x509 = new X509Certificate(rsa.certPem)
+      expect(d).toMatchObject({
+        id,
+        name: 'corp cert',
+        enabled: true,
+        issuer: 'https://idp.corp.example',
+        audience: 'ziti',
+        certPem: rsa.certPem,
+        kid: 'key-1',
+        jwksEndpoint: null,
+        claimsProperty: 'sub',
+        useExternalId: false,
+        externalAuthUrl: null,
+        clientId: null,
+        scopes: null,
+        targetToken: 'ACCESS',
+        commonName: 'rsa signer',
+        fingerprint: createHash('sha1').update(x509.raw).digest('hex'),
+        notBefore: '2020-01-01T00:00:00.000Z',
+        notAfter: '2040-01-01T00:00:00.000Z',
+        tags: { team: 'a' },
+      })
+      expect(d.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+      expect(d.updatedAt).toBe(d.createdAt)
     })
-    expect(d.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-    expect(d.updatedAt).toBe(d.createdAt)
-  })
 
-  it('creates a JWKS signer with the OpenZiti extras and returns them', async () => {
-    const { app, token } = await setup()
-    const res = await call(
-      app,
-      token,
-      'POST',
-      base,
-      jwksBody({
-        clientId: 'ziti-client',
-        scopes: ['openid', 'email'],
-        targetToken: 'ID',
-        claimsProperty: '/ext/user',
-        useExternalId: true,
-        externalAuthUrl: 'https://login.corp.example/authorize',
-      }),
-    )
-    expect(res.statusCode).toBe(201)
-    const d = (await call(app, token, 'GET', `${base}/${res.json().data.id}`)).json().data
-    expect(d).toMatchObject({
-      jwksEndpoint: 'https://login.corp.example/jwks',
-      certPem: null,
-      kid: null,
-      clientId: 'ziti-client',
-      scopes: ['openid', 'email'],
-      targetToken: 'ID',
-      claimsProperty: '/ext/user',
-      useExternalId: true,
-      commonName: '',
-      fingerprint: null,
-    })
-    // The app fetches the keys in the background; the test resolver refuses the name, so nothing
-    // leaves the machine.
-    for (let i = 0; i < 50 && !refusedNames.includes('login.corp.example'); i++) {
-      await new Promise((r) => setTimeout(r, 10))
-    }
-    expect(refusedNames).toContain('login.corp.example')
-  })
-
-  it('accepts EC and Ed25519 certificates', async () => {
-    const { app, token } = await setup()
-    for (const [i, cert] of [ec, ed].entries()) {
+    it('creates a JWKS signer with the OpenZiti extras and returns them', async () => {
+      const { app, token } = await setup()
       const res = await call(
         app,
         token,
         'POST',
         base,
-        certBody({ name: `n${i}`, issuer: `i${i}`, kid: `k${i}`, certPem: cert.certPem }),
+        jwksBody({
+          clientId: 'ziti-client',
+          scopes: ['openid', 'email'],
+          targetToken: 'ID',
+          claimsProperty: '/ext/user',
+          useExternalId: true,
+          externalAuthUrl: 'https://login.corp.example/authorize',
+        }),
       )
       expect(res.statusCode).toBe(201)
-    }
-  })
-
-  it('PUT replaces: omitted optional fields return to their defaults', async () => {
-    const { app, token } = await setup()
-    const body = jwksBody({ clientId: 'c', scopes: ['s'], useExternalId: true, tags: { a: 1 } })
-    const id = (await call(app, token, 'POST', base, body)).json().data.id
-    const put = await call(app, token, 'PUT', `${base}/${id}`, jwksBody({ name: 'renamed' }))
-    expect(put.statusCode).toBe(200)
-    expect(put.json()).toEqual({ data: {}, meta: {} })
-    const d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
-    expect(d).toMatchObject({
-      name: 'renamed',
-      clientId: null,
-      scopes: null,
-      useExternalId: false,
-      tags: {},
-      targetToken: 'ACCESS',
+      const d = (await call(app, token, 'GET', `${base}/${res.json().data.id}`)).json().data
+      expect(d).toMatchObject({
+        jwksEndpoint: 'https://login.corp.example/jwks',
+        certPem: null,
+        kid: null,
+        clientId: 'ziti-client',
+        scopes: ['openid', 'email'],
+        targetToken: 'ID',
+        claimsProperty: '/ext/user',
+        useExternalId: true,
+        commonName: '',
+        fingerprint: null,
+      })
+      // The app fetches the keys in the background; the test resolver refuses the name, so nothing
+      // leaves the machine.
+      for (let i = 0; i < 50 && !refusedNames.includes('login.corp.example'); i++) {
+        await new Promise((r) => setTimeout(r, 10))
+      }
+      expect(refusedNames).toContain('login.corp.example')
     })
-  })
 
-  it('PATCH changes only the keys present, and null clears or resets', async () => {
-    const { app, token } = await setup()
-    const body = jwksBody({ clientId: 'c', tags: { a: 'x' }, targetToken: 'ID' })
-    const id = (await call(app, token, 'POST', base, body)).json().data.id
-    expect((await call(app, token, 'PATCH', `${base}/${id}`, { name: 'p1' })).statusCode).toBe(200)
-    let d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
-    expect(d).toMatchObject({ name: 'p1', clientId: 'c', tags: { a: 'x' }, targetToken: 'ID' })
-
-    const cleared = await call(app, token, 'PATCH', `${base}/${id}`, {
-      clientId: null,
-      targetToken: null,
-      tags: { b: true },
-    })
-    expect(cleared.statusCode).toBe(200)
-    d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
-    expect(d).toMatchObject({
-      name: 'p1',
-      clientId: null,
-      targetToken: 'ACCESS',
-      tags: { b: true },
-    })
-  })
-
-  it('PATCH from JWKS to certificate must clear jwksEndpoint; the merged record is checked', async () => {
-    const { app, token } = await setup()
-    const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
-    const both = await call(app, token, 'PATCH', `${base}/${id}`, {
-      certPem: rsa.certPem,
-      kid: 'k',
-    })
-    expect(both.statusCode).toBe(400)
-    expect(both.json().error.code).toBe('INVALID_FIELD')
-    const ok = await call(app, token, 'PATCH', `${base}/${id}`, {
-      certPem: rsa.certPem,
-      kid: 'k',
-      jwksEndpoint: null,
-    })
-    expect(ok.statusCode).toBe(200)
-    const d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
-    expect(d).toMatchObject({ jwksEndpoint: null, kid: 'k', commonName: 'rsa signer' })
-  })
-
-  it('deletes, then answers 404 on every verb for that id', async () => {
-    const { app, token } = await setup()
-    const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
-    const del = await call(app, token, 'DELETE', `${base}/${id}`)
-    expect(del.statusCode).toBe(200)
-    expect(del.json()).toEqual({ data: {}, meta: {} })
-    for (const [method, payload] of [
-      ['GET', undefined],
-      ['DELETE', undefined],
-      ['PATCH', { name: 'x' }],
-      ['PUT', jwksBody()],
-    ] as const) {
-      const res = await call(app, token, method, `${base}/${id}`, payload)
-      expect(res.statusCode).toBe(404)
-      expect(res.json().error.code).toBe('NOT_FOUND')
-    }
-  })
-})
-
-describe('signer validation rules', () => {
-  const base = PATHS[0] as string
-
-  it.each(['name', 'enabled', 'issuer', 'audience'])(
-    'requires %s on create and PUT',
-    async (field) => {
+    it('accepts EC and Ed25519 certificates', async () => {
       const { app, token } = await setup()
-      const body: Record<string, unknown> = jwksBody()
-      delete body[field]
-      const res = await call(app, token, 'POST', base, body)
+      for (const [i, cert] of [ec, ed].entries()) {
+        const res = await call(
+          app,
+          token,
+          'POST',
+          base,
+          certBody({ name: `n${i}`, issuer: `i${i}`, kid: `k${i}`, certPem: cert.certPem }),
+        )
+        expect(res.statusCode).toBe(201)
+      }
+    })
+
+    it('PUT replaces: omitted optional fields return to their defaults', async () => {
+      const { app, token } = await setup()
+      const body = jwksBody({ clientId: 'c', scopes: ['s'], useExternalId: true, tags: { a: 1 } })
+      const id = (await call(app, token, 'POST', base, body)).json().data.id
+      const put = await call(app, token, 'PUT', `${base}/${id}`, jwksBody({ name: 'renamed' }))
+      expect(put.statusCode).toBe(200)
+      expect(put.json()).toEqual({ data: {}, meta: {} })
+      const d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      expect(d).toMatchObject({
+        name: 'renamed',
+        clientId: null,
+        scopes: null,
+        useExternalId: false,
+        tags: {},
+        targetToken: 'ACCESS',
+      })
+    })
+
+    it('PATCH changes only the keys present, and null clears or resets', async () => {
+      const { app, token } = await setup()
+      const body = jwksBody({ clientId: 'c', tags: { a: 'x' }, targetToken: 'ID' })
+      const id = (await call(app, token, 'POST', base, body)).json().data.id
+      expect((await call(app, token, 'PATCH', `${base}/${id}`, { name: 'p1' })).statusCode).toBe(
+        200,
+      )
+      let d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      expect(d).toMatchObject({ name: 'p1', clientId: 'c', tags: { a: 'x' }, targetToken: 'ID' })
+
+      const cleared = await call(app, token, 'PATCH', `${base}/${id}`, {
+        clientId: null,
+        targetToken: null,
+        tags: { b: true },
+      })
+      expect(cleared.statusCode).toBe(200)
+      d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      expect(d).toMatchObject({
+        name: 'p1',
+        clientId: null,
+        targetToken: 'ACCESS',
+        tags: { b: true },
+      })
+    })
+
+    it('PATCH from JWKS to certificate must clear jwksEndpoint; the merged record is checked', async () => {
+      const { app, token } = await setup()
+      const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
+      const both = await call(app, token, 'PATCH', `${base}/${id}`, {
+        certPem: rsa.certPem,
+        kid: 'k',
+      })
+      expect(both.statusCode).toBe(400)
+      expect(both.json().error.code).toBe('INVALID_FIELD')
+      const ok = await call(app, token, 'PATCH', `${base}/${id}`, {
+        certPem: rsa.certPem,
+        kid: 'k',
+        jwksEndpoint: null,
+      })
+      expect(ok.statusCode).toBe(200)
+      const d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      expect(d).toMatchObject({ jwksEndpoint: null, kid: 'k', commonName: 'rsa signer' })
+    })
+
+    it('deletes, then answers 404 on every verb for that id', async () => {
+      const { app, token } = await setup()
+      const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
+      const del = await call(app, token, 'DELETE', `${base}/${id}`)
+      expect(del.statusCode).toBe(200)
+      expect(del.json()).toEqual({ data: {}, meta: {} })
+      for (const [method, payload] of [
+        ['GET', undefined],
+        ['DELETE', undefined],
+        ['PATCH', { name: 'x' }],
+        ['PUT', jwksBody()],
+      ] as const) {
+        const res = await call(app, token, method, `${base}/${id}`, payload)
+        expect(res.statusCode).toBe(404)
+        expect(res.json().error.code).toBe('NOT_FOUND')
+      }
+    })
+  })
+
+  describe('signer validation rules', () => {
+    const base = PATHS[0] as string
+
+    it.each(['name', 'enabled', 'issuer', 'audience'])(
+      'requires %s on create and PUT',
+      async (field) => {
+        const { app, token } = await setup()
+        const body: Record<string, unknown> = jwksBody()
+        delete body[field]
+        const res = await call(app, token, 'POST', base, body)
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
+        const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
+        const put = await call(app, token, 'PUT', `${base}/${id}`, body)
+        expect(put.statusCode).toBe(400)
+        expect(put.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
+      },
+    )
+
+    it.each([
+      ['both key sources', { certPem: 'x', kid: 'k' }, 'jwksEndpoint'],
+      ['neither key source', { jwksEndpoint: undefined }, 'certPem'],
+      ['kid with a JWKS endpoint', { kid: 'k' }, 'kid'],
+    ])('refuses %s with INVALID_FIELD', async (_name, over, field) => {
+      const { app, token } = await setup()
+      const res = await call(app, token, 'POST', base, jwksBody(over))
+      expect(res.statusCode).toBe(400)
+      expect(res.json().error).toMatchObject({ code: 'INVALID_FIELD', cause: { field } })
+    })
+
+    it('requires kid with certPem', async () => {
+      const { app, token } = await setup()
+      const res = await call(app, token, 'POST', base, certBody({ kid: undefined }))
+      expect(res.json().error).toMatchObject({ code: 'INVALID_FIELD', cause: { field: 'kid' } })
+    })
+
+    it('refuses certificates that are not exactly one usable public certificate', async () => {
+      const { app, token } = await setup()
+      const cases = [
+        'not a pem',
+        privateKeyPem(),
+        `${rsa.certPem}\n${ec.certPem}`,
+        `${rsa.certPem}\n${privateKeyPem()}`,
+        weak.certPem,
+        rsa.certPem.replace(/[A-Z]{10}/, 'AAAAAAAAAA'),
+      ]
+      for (const certPem of cases) {
+        const res = await call(app, token, 'POST', base, certBody({ certPem }))
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error).toMatchObject({
+          code: 'INVALID_CERT_PEM',
+          cause: { field: 'certPem' },
+        })
+      }
+    })
+
+    it.each([
+      ['jwksEndpoint', 'not a url'],
+      ['jwksEndpoint', 'file:///etc/passwd'],
+      ['jwksEndpoint', '/relative/jwks'],
+      ['externalAuthUrl', 'ftp://idp.example/'],
+    ])('refuses %s %s', async (field, value) => {
+      const { app, token } = await setup()
+      const res = await call(app, token, 'POST', base, jwksBody({ [field]: value }))
       expect(res.statusCode).toBe(400)
       expect(res.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
-      const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
-      const put = await call(app, token, 'PUT', `${base}/${id}`, body)
+    })
+
+    it.each([
+      ['name', 'corp jwks'],
+      ['issuer', 'https://login.corp.example'],
+    ])('keeps %s unique on create and on update', async (field, value) => {
+      const { app, token } = await setup()
+      expect((await call(app, token, 'POST', base, jwksBody())).statusCode).toBe(201)
+      const other = jwksBody({ name: 'other', issuer: 'https://other.example' })
+      const dup = await call(app, token, 'POST', base, { ...other, [field]: value })
+      expect(dup.statusCode).toBe(400)
+      expect(dup.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
+
+      const id = (await call(app, token, 'POST', base, other)).json().data.id
+      const patch = await call(app, token, 'PATCH', `${base}/${id}`, { [field]: value })
+      expect(patch.statusCode).toBe(400)
+      expect(patch.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
+      const put = await call(app, token, 'PUT', `${base}/${id}`, { ...other, [field]: value })
       expect(put.statusCode).toBe(400)
-      expect(put.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
-    },
-  )
+      const d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      expect(d[field]).not.toBe(value)
+    })
 
-  it.each([
-    ['both key sources', { certPem: 'x', kid: 'k' }, 'jwksEndpoint'],
-    ['neither key source', { jwksEndpoint: undefined }, 'certPem'],
-    ['kid with a JWKS endpoint', { kid: 'k' }, 'kid'],
-  ])('refuses %s with INVALID_FIELD', async (_name, over, field) => {
-    const { app, token } = await setup()
-    const res = await call(app, token, 'POST', base, jwksBody(over))
-    expect(res.statusCode).toBe(400)
-    expect(res.json().error).toMatchObject({ code: 'INVALID_FIELD', cause: { field } })
-  })
+    it('keeps kid unique across certificate signers', async () => {
+      const { app, token } = await setup()
+      expect((await call(app, token, 'POST', base, certBody())).statusCode).toBe(201)
+      const dup = await call(app, token, 'POST', base, certBody({ name: 'b', issuer: 'b' }))
+      expect(dup.json().error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'kid' },
+      })
+    })
 
-  it('requires kid with certPem', async () => {
-    const { app, token } = await setup()
-    const res = await call(app, token, 'POST', base, certBody({ kid: undefined }))
-    expect(res.json().error).toMatchObject({ code: 'INVALID_FIELD', cause: { field: 'kid' } })
-  })
+    it.each([
+      [{ surprise: 1 }, 'surprise'],
+      [{ enabled: 'yes' }, 'enabled'],
+      [{ name: 42 }, 'name'],
+      [{ name: '' }, 'name'],
+      [{ scopes: 'openid' }, 'scopes'],
+      [{ targetToken: 'REFRESH' }, 'targetToken'],
+      [{ tags: [] }, 'tags'],
+    ])('refuses unknown fields and wrong types: %o', async (over, field) => {
+      const { app, token } = await setup()
+      const res = await call(app, token, 'POST', base, jwksBody(over))
+      expect(res.statusCode).toBe(400)
+      expect(res.json().error.code).toBe('COULD_NOT_VALIDATE')
+      expect(res.json().error.cause.field).toBe(field)
+    })
 
-  it('refuses certificates that are not exactly one usable public certificate', async () => {
-    const { app, token } = await setup()
-    const cases = [
-      'not a pem',
-      privateKeyPem(),
-      `${rsa.certPem}\n${ec.certPem}`,
-      `${rsa.certPem}\n${privateKeyPem()}`,
-      weak.certPem,
-      rsa.certPem.replace(/[A-Z]{10}/, 'AAAAAAAAAA'),
-    ]
-    for (const certPem of cases) {
-      const res = await call(app, token, 'POST', base, certBody({ certPem }))
+    it('refuses null for a required field in PATCH', async () => {
+      const { app, token } = await setup()
+      const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
+      const res = await call(app, token, 'PATCH', `${base}/${id}`, { issuer: null })
       expect(res.statusCode).toBe(400)
       expect(res.json().error).toMatchObject({
-        code: 'INVALID_CERT_PEM',
-        cause: { field: 'certPem' },
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'issuer' },
       })
-    }
-  })
-
-  it.each([
-    ['jwksEndpoint', 'not a url'],
-    ['jwksEndpoint', 'file:///etc/passwd'],
-    ['jwksEndpoint', '/relative/jwks'],
-    ['externalAuthUrl', 'ftp://idp.example/'],
-  ])('refuses %s %s', async (field, value) => {
-    const { app, token } = await setup()
-    const res = await call(app, token, 'POST', base, jwksBody({ [field]: value }))
-    expect(res.statusCode).toBe(400)
-    expect(res.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
-  })
-
-  it.each([
-    ['name', 'corp jwks'],
-    ['issuer', 'https://login.corp.example'],
-  ])('keeps %s unique on create and on update', async (field, value) => {
-    const { app, token } = await setup()
-    expect((await call(app, token, 'POST', base, jwksBody())).statusCode).toBe(201)
-    const other = jwksBody({ name: 'other', issuer: 'https://other.example' })
-    const dup = await call(app, token, 'POST', base, { ...other, [field]: value })
-    expect(dup.statusCode).toBe(400)
-    expect(dup.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
-
-    const id = (await call(app, token, 'POST', base, other)).json().data.id
-    const patch = await call(app, token, 'PATCH', `${base}/${id}`, { [field]: value })
-    expect(patch.statusCode).toBe(400)
-    expect(patch.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
-    const put = await call(app, token, 'PUT', `${base}/${id}`, { ...other, [field]: value })
-    expect(put.statusCode).toBe(400)
-    const d = (await call(app, token, 'GET', `${base}/${id}`)).json().data
-    expect(d[field]).not.toBe(value)
-  })
-
-  it('keeps kid unique across certificate signers', async () => {
-    const { app, token } = await setup()
-    expect((await call(app, token, 'POST', base, certBody())).statusCode).toBe(201)
-    const dup = await call(app, token, 'POST', base, certBody({ name: 'b', issuer: 'b' }))
-    expect(dup.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'kid' } })
-  })
-
-  it.each([
-    [{ surprise: 1 }, 'surprise'],
-    [{ enabled: 'yes' }, 'enabled'],
-    [{ name: 42 }, 'name'],
-    [{ name: '' }, 'name'],
-    [{ scopes: 'openid' }, 'scopes'],
-    [{ targetToken: 'REFRESH' }, 'targetToken'],
-    [{ tags: [] }, 'tags'],
-  ])('refuses unknown fields and wrong types: %o', async (over, field) => {
-    const { app, token } = await setup()
-    const res = await call(app, token, 'POST', base, jwksBody(over))
-    expect(res.statusCode).toBe(400)
-    expect(res.json().error.code).toBe('COULD_NOT_VALIDATE')
-    expect(res.json().error.cause.field).toBe(field)
-  })
-
-  it('refuses null for a required field in PATCH', async () => {
-    const { app, token } = await setup()
-    const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
-    const res = await call(app, token, 'PATCH', `${base}/${id}`, { issuer: null })
-    expect(res.statusCode).toBe(400)
-    expect(res.json().error).toMatchObject({
-      code: 'COULD_NOT_VALIDATE',
-      cause: { field: 'issuer' },
     })
-  })
 
-  it('answers malformed JSON with COULD_NOT_PARSE_BODY and oversized bodies with 413', async () => {
-    const { app, token } = await setup()
-    const bad = await app.inject({
-      method: 'POST',
-      url: base,
-      headers: { 'zt-session': token, 'content-type': 'application/json' },
-      payload: '{"name": ',
+    it('answers malformed JSON with COULD_NOT_PARSE_BODY and oversized bodies with 413', async () => {
+      const { app, token } = await setup()
+      const bad = await app.inject({
+        method: 'POST',
+        url: base,
+        headers: { 'zt-session': token, 'content-type': 'application/json' },
+        payload: '{"name": ',
+      })
+      expect(bad.statusCode).toBe(400)
+      expect(bad.json().error.code).toBe('COULD_NOT_PARSE_BODY')
+      const big = await app.inject({
+        method: 'POST',
+        url: base,
+        headers: { 'zt-session': token, 'content-type': 'application/json' },
+        payload: JSON.stringify({ ...jwksBody(), certPem: 'x'.repeat(1024 * 1024 + 10) }),
+      })
+      expect(big.statusCode).toBe(413)
+      expect(big.json().error.code).toBe('REQUEST_ENTITY_TOO_LARGE')
     })
-    expect(bad.statusCode).toBe(400)
-    expect(bad.json().error.code).toBe('COULD_NOT_PARSE_BODY')
-    const big = await app.inject({
-      method: 'POST',
-      url: base,
-      headers: { 'zt-session': token, 'content-type': 'application/json' },
-      payload: JSON.stringify({ ...jwksBody(), certPem: 'x'.repeat(1024 * 1024 + 10) }),
-    })
-    expect(big.statusCode).toBe(413)
-    expect(big.json().error.code).toBe('REQUEST_ENTITY_TOO_LARGE')
   })
 })
