@@ -169,7 +169,7 @@ class Parser {
     if (t.kind !== 'ident' || KEYWORDS.has(t.text.toLowerCase())) {
       throw invalid(`expected a field name at position ${t.pos}`)
     }
-    const spec = this.fields[t.text]
+    const spec = Object.hasOwn(this.fields, t.text) ? this.fields[t.text] : undefined
     if (!spec) {
       throw invalid(
         `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}`,

@@ -61,7 +61,9 @@ function compileSort(raw: string | undefined, spec: ListSpec): string {
   const parts: string[] = []
   for (const item of raw.split(',')) {
     const m = /^\s*([A-Za-z_][\w.]*)(?:\s+(asc|desc))?\s*$/i.exec(item)
-    const column = m ? spec.sortable[m[1] as string] : undefined
+    const name = m?.[1]
+    const column =
+      name !== undefined && Object.hasOwn(spec.sortable, name) ? spec.sortable[name] : undefined
     if (!m || column === undefined) {
       throw new AppError('INVALID_SORT_IDENTIFIER', {
         cause: {

@@ -233,3 +233,50 @@ describe('client signer list', () => {
     expect(res.json().data.map((d: { name: string }) => d.name)).toEqual(['Corp-lab'])
   })
 })
+
+describe('hostile list parameters', () => {
+  const LISTS = [BASE, '/edge/management/v1/identities', '/edge/management/v1/auth-policies']
+  const BUILT_INS = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']
+
+  it.each(LISTS)(
+    '%s answers 400 for built-in JavaScript property names in filter and sort',
+    async (url) => {
+      const { app, token } = await seeded()
+      for (const name of BUILT_INS) {
+        for (const [params, code, field] of [
+          [{ filter: `${name} = "x"` }, 'INVALID_FILTER', 'filter'],
+          [{ filter: name }, 'INVALID_FILTER', 'filter'],
+          [{ sort: name }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+          [{ sort: `${name} desc` }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+        ] as const) {
+          const res = await app.inject({
+            method: 'GET',
+            url: `${url}?${q(params)}`,
+            headers: { 'zt-session': token },
+          })
+          expect(res.statusCode, `${url} ${JSON.stringify(params)}`).toBe(400)
+          expect(res.json().error).toMatchObject({ code, cause: { field } })
+        }
+      }
+    },
+  )
+
+  it.each([BASE, CLIENT])(
+    '%s answers 400 in the envelope to a repeated query parameter',
+    async (url) => {
+      const { app, token } = await seeded()
+      for (const name of ['filter', 'sort', 'limit', 'offset']) {
+        const res = await app.inject({
+          method: 'GET',
+          url: `${url}?${name}=a&${name}=b`,
+          headers: { 'zt-session': token },
+        })
+        expect(res.statusCode, name).toBe(400)
+        expect(res.json()).toMatchObject({
+          error: { code: 'COULD_NOT_VALIDATE', cause: { field: name } },
+          meta: { apiVersion: '0.0.1' },
+        })
+      }
+    },
+  )
+})

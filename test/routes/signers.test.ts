@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, login, refusedNames } from '../helpers/app.js'
+import { buildTestApp, deepJson, login, refusedNames, sendJson } from '../helpers/app.js'
 import { makeCert, privateKeyPem, type TestCert } from '../helpers/certs.js'
 
 const PATHS = ['/edge/management/v1/external-jwt-signers', '/edge/management/v1/ext-jwt-signers']
@@ -363,5 +363,35 @@ describe('signer validation rules', () => {
     })
     expect(big.statusCode).toBe(413)
     expect(big.json().error.code).toBe('REQUEST_ENTITY_TOO_LARGE')
+  })
+
+  it('refuses tags nested deeper than 32 levels on create, PUT and PATCH, naming the field', async () => {
+    const { app, token } = await setup()
+    const base = PATHS[0] as string
+    const fields = (tags: string) =>
+      `"name":"deep","enabled":true,"issuer":"https://deep.example","audience":"a","jwksEndpoint":"https://deep.example/j","tags":${tags}`
+    const ok = await sendJson(app, token, 'POST', base, `{${fields(deepJson(32))}}`)
+    expect(ok.statusCode).toBe(201)
+    const id = ok.json().data.id
+    for (const [method, url] of [
+      ['POST', base],
+      ['PUT', `${base}/${id}`],
+    ] as const) {
+      const res = await sendJson(app, token, method, url, `{${fields(deepJson(5000))}}`)
+      expect(res.statusCode).toBe(400)
+      expect(res.json().error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'tags' },
+      })
+    }
+    const patch = await sendJson(app, token, 'PATCH', `${base}/${id}`, `{"tags":${deepJson(33)}}`)
+    expect(patch.statusCode).toBe(400)
+    expect(patch.json().error).toMatchObject({
+      code: 'COULD_NOT_VALIDATE',
+      cause: { field: 'tags' },
+    })
+    const list = (await call(app, token, 'GET', base)).json()
+    expect(list.data.map((d: { name: string }) => d.name)).toEqual(['deep'])
+    expect(list.data[0].tags).toEqual(JSON.parse(deepJson(32)))
   })
 })

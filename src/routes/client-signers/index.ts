@@ -1,13 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { SignerService } from '../../signers/signer-service.js'
-import { errorResponses } from '../common-schemas.js'
+import { errorResponses, ListQuerySchema } from '../common-schemas.js'
 import { ClientSignerListEnvelopeSchema } from '../signers/schemas.js'
-
-const PageQuerySchema = Type.Object({
-  limit: Type.Optional(Type.String({ maxLength: 20 })),
-  offset: Type.Optional(Type.String({ maxLength: 20 })),
-})
 
 /** The unauthenticated signer list: enabled signers with an externalAuthUrl, and nothing more. */
 const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> = async (
@@ -19,16 +13,18 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> 
     {
       schema: {
         tags: ['External JWT Signers'],
-        querystring: PageQuerySchema,
+        querystring: ListQuerySchema,
         response: { 200: ClientSignerListEnvelopeSchema, ...errorResponses(400) },
       },
     },
     async (request) => {
       return {
-        data: signers.listForClient(request.query).map((s) => ({
-          ...s,
-          _links: { self: { href: `./external-jwt-signers/${s.id}` } },
-        })),
+        data: signers
+          .listForClient({ limit: request.query.limit, offset: request.query.offset })
+          .map((s) => ({
+            ...s,
+            _links: { self: { href: `./external-jwt-signers/${s.id}` } },
+          })),
         meta: {},
       }
     },
