@@ -140,7 +140,29 @@ describe.each(PATHS)('signer management at %s', (base) => {
         certBody({ name: `n${i}`, issuer: `i${i}`, kid: `k${i}`, certPem: cert.certPem }),
       )
       expect(res.statusCode).toBe(201)
+      const { id } = res.json().data
+      expect(res.json()).toEqual({
+        data: { id, _links: { self: { href: `./external-jwt-signers/${id}` } } },
+        meta: {},
+      })
+      const stored = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      const x509 = new X509Certificate(cert.certPem)
+      expect(stored).toMatchObject({
+        id,
+        name: `n${i}`,
+        issuer: `i${i}`,
+        kid: `k${i}`,
+        certPem: cert.certPem,
+        jwksEndpoint: null,
+        commonName: i === 0 ? 'ec signer' : 'ed signer',
+        fingerprint: createHash('sha1').update(x509.raw).digest('hex'),
+        notBefore: new Date(x509.validFrom).toISOString(),
+        notAfter: new Date(x509.validTo).toISOString(),
+      })
     }
+    const list = (await call(app, token, 'GET', `${base}?sort=name`)).json()
+    expect(list.data.map((d: { kid: string }) => d.kid)).toEqual(['k0', 'k1'])
+    expect(list.meta.pagination.totalCount).toBe(2)
   })
 
   it('PUT replaces: omitted optional fields return to their defaults', async () => {
