@@ -3,6 +3,7 @@ import { newId } from '../ids.js'
 import type { Db } from '../store/db.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
 import {
+  CLIENT_SIGNER_LIST_SPEC,
   SIGNER_LIST_SPEC,
   type SignerRecord,
   SignerRepository,
@@ -90,9 +91,8 @@ export class SignerService {
     return this.repository.list(parseListQuery(params, SIGNER_LIST_SPEC))
   }
 
-  listForClient(params: Pick<ListParams, 'limit' | 'offset'>) {
-    const { limit, offset } = parseListQuery(params, SIGNER_LIST_SPEC)
-    return this.repository.listForClient(limit, offset)
+  listForClient(params: ListParams) {
+    return this.repository.listForClient(parseListQuery(params, CLIENT_SIGNER_LIST_SPEC))
   }
 
   /** PUT: omitted optional fields reset to their defaults. */

@@ -3,7 +3,10 @@ import type { SignerService } from '../../signers/signer-service.js'
 import { errorResponses, ListQuerySchema } from '../common-schemas.js'
 import { ClientSignerListEnvelopeSchema } from '../signers/schemas.js'
 
-/** The unauthenticated signer list: enabled signers with an externalAuthUrl, and nothing more. */
+/**
+ * The unauthenticated signer list: enabled signers with an externalAuthUrl, and nothing more;
+ * `filter` and `sort` reach only the fields it shows (id, name).
+ */
 const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> = async (
   app,
   { signers },
@@ -19,12 +22,10 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> 
     },
     async (request) => {
       return {
-        data: signers
-          .listForClient({ limit: request.query.limit, offset: request.query.offset })
-          .map((s) => ({
-            ...s,
-            _links: { self: { href: `./external-jwt-signers/${s.id}` } },
-          })),
+        data: signers.listForClient(request.query).map((s) => ({
+          ...s,
+          _links: { self: { href: `./external-jwt-signers/${s.id}` } },
+        })),
         meta: {},
       }
     },
