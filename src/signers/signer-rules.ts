@@ -30,6 +30,11 @@ export type WritableSigner = Omit<
 
 const REQUIRED = ['name', 'enabled', 'issuer', 'audience'] as const
 
+/** An optional text field as stored: omitted, null and "" all mean "not set". */
+function text(value: string | null | undefined): string | null {
+  return value === undefined || value === '' ? null : value
+}
+
 /** Applies defaults to a create or PUT body: omitted optional fields take their default. */
 export function fromInput(input: SignerInput): WritableSigner {
   return {
@@ -37,13 +42,13 @@ export function fromInput(input: SignerInput): WritableSigner {
     enabled: input.enabled,
     issuer: input.issuer,
     audience: input.audience,
-    jwksEndpoint: input.jwksEndpoint ?? null,
-    certPem: input.certPem ?? null,
-    kid: input.kid ?? null,
-    claimsProperty: input.claimsProperty ?? 'sub',
+    jwksEndpoint: text(input.jwksEndpoint),
+    certPem: text(input.certPem),
+    kid: text(input.kid),
+    claimsProperty: text(input.claimsProperty) ?? 'sub',
     useExternalId: input.useExternalId ?? false,
-    externalAuthUrl: input.externalAuthUrl ?? null,
-    clientId: input.clientId ?? null,
+    externalAuthUrl: text(input.externalAuthUrl),
+    clientId: text(input.clientId),
     scopes: input.scopes ?? null,
     targetToken: input.targetToken ?? 'ACCESS',
     tags: input.tags ?? {},
@@ -63,13 +68,13 @@ export function applyPatch(current: WritableSigner, patch: SignerPatch): Writabl
   if (has('enabled')) next.enabled = patch.enabled as boolean
   if (has('issuer')) next.issuer = patch.issuer as string
   if (has('audience')) next.audience = patch.audience as string
-  if (has('jwksEndpoint')) next.jwksEndpoint = patch.jwksEndpoint ?? null
-  if (has('certPem')) next.certPem = patch.certPem ?? null
-  if (has('kid')) next.kid = patch.kid ?? null
-  if (has('claimsProperty')) next.claimsProperty = patch.claimsProperty ?? 'sub'
+  if (has('jwksEndpoint')) next.jwksEndpoint = text(patch.jwksEndpoint)
+  if (has('certPem')) next.certPem = text(patch.certPem)
+  if (has('kid')) next.kid = text(patch.kid)
+  if (has('claimsProperty')) next.claimsProperty = text(patch.claimsProperty) ?? 'sub'
   if (has('useExternalId')) next.useExternalId = patch.useExternalId ?? false
-  if (has('externalAuthUrl')) next.externalAuthUrl = patch.externalAuthUrl ?? null
-  if (has('clientId')) next.clientId = patch.clientId ?? null
+  if (has('externalAuthUrl')) next.externalAuthUrl = text(patch.externalAuthUrl)
+  if (has('clientId')) next.clientId = text(patch.clientId)
   if (has('scopes')) next.scopes = patch.scopes ?? null
   if (has('targetToken')) next.targetToken = patch.targetToken ?? 'ACCESS'
   if (has('tags')) next.tags = patch.tags ?? {}

@@ -416,4 +416,85 @@ describe('signer validation rules', () => {
     expect(list.data.map((d: { name: string }) => d.name)).toEqual(['deep'])
     expect(list.data[0].tags).toEqual(JSON.parse(deepJson(32)))
   })
+
+  it('creates a signer from the body `ziti edge create ext-jwt-signer` sends by default', async () => {
+    const { app, token } = await setup()
+    const base = PATHS[1] as string
+    const res = await call(app, token, 'POST', base, {
+      name: 'cli',
+      enabled: true,
+      issuer: 'https://cli.example',
+      audience: 'ziti',
+      jwksEndpoint: 'https://cli.example/jwks',
+      claimsProperty: 'sub',
+      useExternalId: true,
+      externalAuthUrl: '',
+      scopes: null,
+      tags: {},
+    })
+    expect(res.statusCode).toBe(201)
+    const d = (await call(app, token, 'GET', `${base}/${res.json().data.id}`)).json().data
+    expect(d).toMatchObject({ externalAuthUrl: null, scopes: null, tags: {}, useExternalId: true })
+    const client = await app.inject({ method: 'GET', url: '/edge/client/v1/external-jwt-signers' })
+    expect(client.json().data).toEqual([])
+  })
+
+  it('reads "" in an optional text field as not set, on create, PUT and PATCH', async () => {
+    const { app, token } = await setup()
+    const base = PATHS[0] as string
+    const empty = { externalAuthUrl: '', clientId: '', claimsProperty: '' }
+    const created = await call(
+      app,
+      token,
+      'POST',
+      base,
+      jwksBody({ ...empty, kid: '', certPem: '' }),
+    )
+    expect(created.statusCode).toBe(201)
+    const id = created.json().data.id
+    const read = async () => (await call(app, token, 'GET', `${base}/${id}`)).json().data
+    const unset = {
+      externalAuthUrl: null,
+      clientId: null,
+      claimsProperty: 'sub',
+      kid: null,
+      certPem: null,
+    }
+    expect(await read()).toMatchObject(unset)
+
+    const full = {
+      externalAuthUrl: 'https://login.corp.example/auth',
+      clientId: 'c',
+      claimsProperty: 'email',
+    }
+    expect((await call(app, token, 'PATCH', `${base}/${id}`, full)).statusCode).toBe(200)
+    const clientList = async () =>
+      (await app.inject({ method: 'GET', url: '/edge/client/v1/external-jwt-signers' })).json().data
+    expect(await clientList()).toHaveLength(1)
+    expect((await call(app, token, 'PATCH', `${base}/${id}`, empty)).statusCode).toBe(200)
+    expect(await read()).toMatchObject(unset)
+    expect(await clientList()).toEqual([])
+
+    expect((await call(app, token, 'PUT', `${base}/${id}`, jwksBody(full))).statusCode).toBe(200)
+    expect(await read()).toMatchObject(full)
+    const put = await call(app, token, 'PUT', `${base}/${id}`, jwksBody({ ...empty, kid: '' }))
+    expect(put.statusCode).toBe(200)
+    expect(await read()).toMatchObject(unset)
+
+    // A certificate signer with jwksEndpoint "" is a certificate signer; required fields stay required.
+    const cert = await call(
+      app,
+      token,
+      'POST',
+      base,
+      certBody({ jwksEndpoint: '', externalAuthUrl: '' }),
+    )
+    expect(cert.statusCode).toBe(201)
+    const noName = await call(app, token, 'POST', base, jwksBody({ name: '', issuer: 'other' }))
+    expect(noName.statusCode).toBe(400)
+    expect(noName.json().error).toMatchObject({
+      code: 'COULD_NOT_VALIDATE',
+      cause: { field: 'name' },
+    })
+  })
 })
