@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
 import type { FieldMap } from '../../src/store/filter.js'
@@ -217,5 +218,59 @@ describe('filter parser and SQLite compiler', () => {
       sql: 'enabled IS DISTINCT FROM $1',
       params: [false],
     })
+  })
+
+  it('answers any text with a query or INVALID_FILTER, never another error', () => {
+    const words = fc.constantFrom(
+      'name',
+      'enabled',
+      'createdAt',
+      'tags.a',
+      'tags',
+      'and',
+      'or',
+      'not',
+      'contains',
+      'in',
+      'between',
+      'sort',
+      'by',
+      'skip',
+      'limit',
+      'none',
+      'true',
+      'null',
+      '=',
+      '!=',
+      '>=',
+      '(',
+      ')',
+      '[',
+      ']',
+      ',',
+      '"x"',
+      '"\\',
+      '5',
+      '-1',
+      'datetime(2026-01-01T00:00:00Z)',
+      'datetime(',
+      'constructor',
+      '__proto__',
+    )
+    const texts = fc.oneof(
+      fc.array(words, { maxLength: 12 }).map((w) => w.join(' ')),
+      fc.string(),
+    )
+    fc.assert(
+      fc.property(texts, (text) => {
+        try {
+          compileCondition(parseFilter(text, FIELDS, SORTABLE).where, sqliteDialect)
+        } catch (err) {
+          expect(err).toBeInstanceOf(AppError)
+          expect((err as AppError).code).toBe('INVALID_FILTER') // checked just above
+        }
+      }),
+      { seed: 14, numRuns: 2000 },
+    )
   })
 })
