@@ -88,3 +88,24 @@ export const errorResponses = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, ErrorEnvelopeSchema]))
 
 export const ERROR_META = { apiVersion: '0.0.1', apiEnrollmentVersion: '0.0.1' } as const
+
+/** How deep a request body may nest (`tags` is free-form JSON). */
+export const MAX_BODY_DEPTH = 32
+
+/**
+ * The top-level field of `body` under which values nest deeper than `max` levels (the field's own
+ * value is level 1), or undefined. Iterative, so a hostile body cannot exhaust the stack here.
+ */
+export function tooDeepField(body: unknown, max = MAX_BODY_DEPTH): string | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined
+  for (const [field, value] of Object.entries(body)) {
+    const stack: [unknown, number][] = [[value, 1]]
+    for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+      const [node, depth] = item
+      if (typeof node !== 'object' || node === null) continue
+      if (depth > max) return field
+      for (const child of Object.values(node)) stack.push([child, depth + 1])
+    }
+  }
+  return undefined
+}

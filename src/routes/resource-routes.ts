@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import type { onRequestAsyncHookHandler } from 'fastify'
+import { fieldError } from '../errors.js'
 import type { ListPage, ListParams } from '../resources.js'
 import {
   CreateEnvelopeSchema,
@@ -8,6 +9,8 @@ import {
   errorResponses,
   IdParamsSchema,
   ListQuerySchema,
+  MAX_BODY_DEPTH,
+  tooDeepField,
 } from './common-schemas.js'
 
 /** What a management resource's domain service offers to its routes. */
@@ -55,6 +58,13 @@ export function resourceRoutes<
 >(): FastifyPluginAsyncTypebox<ResourceRoutesOptions<Rec, B, P, D>> {
   return async (app, o) => {
     app.addHook('onRequest', o.auth)
+    // Before schema validation and anything else that walks the body recursively.
+    app.addHook('preValidation', async (request) => {
+      const field = tooDeepField(request.body)
+      if (field !== undefined) {
+        throw fieldError('COULD_NOT_VALIDATE', field, `nested deeper than ${MAX_BODY_DEPTH} levels`)
+      }
+    })
     const tags = [o.tag]
     const empty = { data: {}, meta: {} }
 

@@ -31,6 +31,11 @@ export type WritableSigner = Omit<
 
 const REQUIRED = ['name', 'enabled', 'issuer', 'audience'] as const
 
+/** An optional text field as stored: omitted, null and "" all mean "not set". */
+function text(value: string | null | undefined): string | null {
+  return value === undefined || value === '' ? null : value
+}
+
 /** Applies defaults to a create or PUT body: omitted optional fields take their default. */
 export function fromInput(input: SignerInput): WritableSigner {
   return {
@@ -38,13 +43,13 @@ export function fromInput(input: SignerInput): WritableSigner {
     enabled: input.enabled,
     issuer: input.issuer,
     audience: input.audience,
-    jwksEndpoint: input.jwksEndpoint ?? null,
-    certPem: input.certPem ?? null,
-    kid: input.kid ?? null,
-    claimsProperty: input.claimsProperty ?? 'sub',
+    jwksEndpoint: text(input.jwksEndpoint),
+    certPem: text(input.certPem),
+    kid: text(input.kid),
+    claimsProperty: text(input.claimsProperty) ?? 'sub',
     useExternalId: input.useExternalId ?? false,
-    externalAuthUrl: input.externalAuthUrl ?? null,
-    clientId: input.clientId ?? null,
+    externalAuthUrl: text(input.externalAuthUrl),
+    clientId: text(input.clientId),
     scopes: input.scopes ?? null,
     targetToken: input.targetToken ?? 'ACCESS',
     tags: input.tags ?? {},
@@ -58,8 +63,8 @@ const PATCH_RULES: PatchRules<WritableSigner> = {
 
 /** Merges a PATCH body onto the stored signer: only present keys change; `null` clears. */
 export function applySignerPatch(current: WritableSigner, patch: SignerPatch): WritableSigner {
-  const fields = { ...fromInput({ ...current, scopes: current.scopes }) }
-  return applyPatch(fields, patch, PATCH_RULES)
+  // fromInput reads "" as "not set", as it does for create and PUT.
+  return fromInput(applyPatch(fromInput(current), patch, PATCH_RULES))
 }
 
 function checkUrl(field: string, value: string | null): void {

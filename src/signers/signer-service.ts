@@ -3,7 +3,7 @@ import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import { notFound } from '../resources.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
-import { SIGNER_LIST_SPEC } from '../store/signer-repository.js'
+import { CLIENT_SIGNER_LIST_SPEC, SIGNER_LIST_SPEC } from '../store/signer-repository.js'
 import type { SignerRecord, Store } from '../store/types.js'
 import type { SignerCertificate } from './certificate.js'
 import {
@@ -82,9 +82,9 @@ export class SignerService {
     return this.options.store.repos.signers.list(parseListQuery(params, SIGNER_LIST_SPEC))
   }
 
-  listForClient(params: Pick<ListParams, 'limit' | 'offset'>) {
-    const { limit, offset } = parseListQuery(params, SIGNER_LIST_SPEC)
-    return this.options.store.repos.signers.listForClient(limit, offset)
+  listForClient(params: ListParams) {
+    const query = parseListQuery(params, CLIENT_SIGNER_LIST_SPEC)
+    return this.options.store.repos.signers.listForClient(query)
   }
 
   /** PUT: omitted optional fields reset to their defaults. */

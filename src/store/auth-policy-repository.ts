@@ -64,6 +64,7 @@ export const AUTH_POLICY_LIST_SPEC: ListSpec = {
     name: { column: 'name', type: 'string' },
     createdAt: { column: 'created_at', type: 'datetime' },
     updatedAt: { column: 'updated_at', type: 'datetime' },
+    tags: { column: 'tags', type: 'tags' },
   },
   sortable: { id: 'id', name: 'name', createdAt: 'created_at', updatedAt: 'updated_at' },
   idColumn: 'id',

@@ -1,121 +1,61 @@
-import { AppError } from '../errors.js'
+import type {
+  CompareOp,
+  Condition,
+  FieldMap,
+  FilterQuery,
+  Literal,
+  Operand,
+  SortKey,
+} from './filter-ast.js'
+import { invalidFilter, type Token, tokenize } from './filter-lexer.js'
 
-/** How a public field maps onto a column, and what kind of values it compares with. */
-export interface FieldSpec {
-  column: string
-  type: 'string' | 'boolean' | 'datetime'
-  /**
-   * Narrows `contains`/`icontains` through an index: a condition true (at least) for every row whose
-   * column contains the value, case-insensitively; undefined when the index cannot help.
-   */
-  search?: (value: string) => SqlFragment | undefined
-}
-export type FieldMap = Record<string, FieldSpec>
-
-export interface SqlFragment {
-  sql: string
-  params: unknown[]
-}
-
-type Token =
-  | { kind: 'ident'; text: string; pos: number }
-  | { kind: 'string'; value: string; pos: number }
-  | { kind: 'number'; value: number; pos: number }
-  | { kind: 'datetime'; value: string; pos: number }
-  | { kind: 'op'; text: string; pos: number }
-  | { kind: 'end'; pos: number }
+export type * from './filter-ast.js'
+export { invalidFilter } from './filter-lexer.js'
 
 const MAX_FILTER_LENGTH = 4096
 const MAX_DEPTH = 32
+const COMPARE_OPS: readonly string[] = ['=', '!=', '<', '<=', '>', '>=']
 
-function invalid(reason: string, value?: string): AppError {
-  return new AppError('INVALID_FILTER', {
-    cause: { field: 'filter', reason, ...(value === undefined ? {} : { value }) },
-  })
+function combine(type: 'and' | 'or', parts: Condition[]): Condition {
+  const [first] = parts
+  return parts.length === 1 && first ? first : { type, parts }
 }
 
-function tokenize(text: string): Token[] {
-  const tokens: Token[] = []
-  let i = 0
-  while (i < text.length) {
-    const c = text[i] as string
-    if (/\s/.test(c)) {
-      i++
-    } else if (c === '"') {
-      let value = ''
-      let j = i + 1
-      for (; j < text.length && text[j] !== '"'; j++) {
-        if (text[j] === '\\' && j + 1 < text.length) j++
-        value += text[j]
-      }
-      if (j >= text.length) throw invalid(`unterminated string at position ${i}`)
-      tokens.push({ kind: 'string', value, pos: i })
-      i = j + 1
-    } else if ('()[],'.includes(c)) {
-      tokens.push({ kind: 'op', text: c, pos: i })
-      i++
-    } else if ('=!<>'.includes(c)) {
-      const two = text.slice(i, i + 2)
-      const op = ['!=', '<=', '>='].includes(two) ? two : c
-      if (op === '!') throw invalid(`unexpected "!" at position ${i}`)
-      tokens.push({ kind: 'op', text: op, pos: i })
-      i += op.length
-    } else if (/[-\d]/.test(c)) {
-      const m = /^-?\d+(\.\d+)?/.exec(text.slice(i))
-      if (!m) throw invalid(`unexpected "${c}" at position ${i}`)
-      tokens.push({ kind: 'number', value: Number(m[0]), pos: i })
-      i += m[0].length
-    } else if (/[A-Za-z_]/.test(c)) {
-      const m = /^[A-Za-z_][\w.]*/.exec(text.slice(i)) as RegExpExecArray // c matched the first char
-      const word = m[0]
-      if (word.toLowerCase() === 'datetime' && text[i + word.length] === '(') {
-        const close = text.indexOf(')', i)
-        if (close < 0) throw invalid(`unterminated datetime at position ${i}`)
-        const raw = text.slice(i + word.length + 1, close).trim()
-        const date = new Date(raw)
-        if (Number.isNaN(date.getTime())) throw invalid('invalid datetime literal', raw)
-        tokens.push({ kind: 'datetime', value: date.toISOString(), pos: i })
-        i = close + 1
-      } else {
-        tokens.push({ kind: 'ident', text: word, pos: i })
-        i += word.length
-      }
-    } else {
-      throw invalid(`unexpected "${c}" at position ${i}`)
-    }
-  }
-  tokens.push({ kind: 'end', pos: text.length })
-  return tokens
-}
-
-const KEYWORDS = new Set([
-  'and',
-  'or',
-  'not',
-  'contains',
-  'icontains',
-  'in',
-  'true',
-  'false',
-  'null',
-])
-
+/** Recursive descent over the tokens: or > and > not/parentheses > comparison. */
 class Parser {
   private i = 0
   constructor(
     private readonly tokens: Token[],
     private readonly fields: FieldMap,
+    private readonly sortable: Record<string, string>,
   ) {}
 
-  parse(): SqlFragment {
-    const expr = this.or(0)
+  query(): FilterQuery {
+    const clauseFirst = this.isClauseStart()
+    const where: Condition = clauseFirst ? { type: 'const', value: true } : this.or(0)
+    const sort = this.isWord('sort') ? this.sortBy() : []
+    let skip: number | undefined
+    if (this.isWord('skip')) {
+      this.next()
+      skip = this.count('skip')
+    }
+    let limit: number | 'none' | undefined
+    if (this.isWord('limit')) {
+      this.next()
+      if (this.isWord('none')) {
+        this.next()
+        limit = 'none'
+      } else {
+        limit = this.count('limit')
+      }
+    }
     const t = this.peek()
-    if (t.kind !== 'end') throw invalid(`unexpected input at position ${t.pos}`)
-    return expr
+    if (t.kind !== 'end') throw invalidFilter('unexpected input', t.pos)
+    return { where, sort, skip, limit }
   }
 
   private peek(): Token {
-    return this.tokens[this.i] as Token // the token list always ends with an 'end' token
+    return this.tokens[this.i] ?? { kind: 'end', pos: 0 }
   }
   private next(): Token {
     const t = this.peek()
@@ -128,158 +68,191 @@ class Parser {
   private isOp(op: string, t = this.peek()): boolean {
     return t.kind === 'op' && t.text === op
   }
+  private expectOp(op: string): void {
+    if (!this.isOp(op)) throw invalidFilter(`expected "${op}"`, this.peek().pos)
+    this.next()
+  }
 
-  private or(depth: number): SqlFragment {
+  private isClauseStart(): boolean {
+    const after = this.tokens[this.i + 1] ?? this.peek()
+    if (this.isWord('sort')) return this.isWord('by', after)
+    if (this.isWord('skip')) return after.kind === 'number'
+    if (this.isWord('limit')) return after.kind === 'number' || this.isWord('none', after)
+    return this.peek().kind === 'end'
+  }
+
+  private sortBy(): SortKey[] {
+    this.next()
+    if (!this.isWord('by')) throw invalidFilter('expected "by"', this.peek().pos)
+    this.next()
+    const keys: SortKey[] = []
+    do {
+      if (keys.length > 0) this.next()
+      const t = this.next()
+      const name = t.kind === 'ident' ? t.text : ''
+      if (!Object.hasOwn(this.sortable, name)) {
+        const fields = Object.keys(this.sortable).join(', ')
+        throw invalidFilter(`expected a sort field (${fields})`, t.pos, name || undefined)
+      }
+      const desc = this.isWord('desc')
+      if (desc || this.isWord('asc')) this.next()
+      keys.push({ column: this.sortable[name] ?? name, desc })
+    } while (this.isOp(','))
+    return keys
+  }
+
+  private count(clause: string): number {
+    const t = this.next()
+    if (t.kind !== 'number' || !/^\d+$/.test(t.text)) {
+      throw invalidFilter(`expected a non-negative integer after ${clause}`, t.pos)
+    }
+    return t.value
+  }
+
+  private or(depth: number): Condition {
     const parts = [this.and(depth)]
     while (this.isWord('or')) {
       this.next()
       parts.push(this.and(depth))
     }
-    return join(parts, ' OR ')
+    return combine('or', parts)
   }
 
-  private and(depth: number): SqlFragment {
+  private and(depth: number): Condition {
     const parts = [this.unary(depth)]
     while (this.isWord('and')) {
       this.next()
       parts.push(this.unary(depth))
     }
-    return join(parts, ' AND ')
+    return combine('and', parts)
   }
 
-  private unary(depth: number): SqlFragment {
-    if (depth > MAX_DEPTH) throw invalid(`nesting deeper than ${MAX_DEPTH}`)
+  private unary(depth: number): Condition {
+    if (depth > MAX_DEPTH) throw invalidFilter(`nesting deeper than ${MAX_DEPTH}`, this.peek().pos)
     if (this.isWord('not')) {
       this.next()
-      const inner = this.unary(depth + 1)
-      return { sql: `NOT (${inner.sql})`, params: inner.params }
+      return { type: 'not', inner: this.unary(depth + 1) }
     }
     if (this.isOp('(')) {
       this.next()
       const inner = this.or(depth + 1)
-      if (!this.isOp(')')) throw invalid(`expected ")" at position ${this.peek().pos}`)
+      this.expectOp(')')
+      return inner
+    }
+    if (this.isWord('true') || this.isWord('false')) {
+      const value = this.isWord('true')
       this.next()
-      return { sql: `(${inner.sql})`, params: inner.params }
+      return { type: 'const', value }
     }
     return this.comparison()
   }
 
-  private comparison(): SqlFragment {
+  private operand(): Operand {
     const t = this.next()
-    if (t.kind !== 'ident' || KEYWORDS.has(t.text.toLowerCase())) {
-      throw invalid(`expected a field name at position ${t.pos}`)
+    const name = t.kind === 'ident' ? t.text : ''
+    if (name === '') throw invalidFilter('expected a field name', t.pos)
+    const dot = name.indexOf('.')
+    const base = dot < 0 ? name : name.slice(0, dot)
+    const spec = Object.hasOwn(this.fields, base) ? this.fields[base] : undefined
+    const known = Object.keys(this.fields).join(', ')
+    if (!spec) throw invalidFilter(`unknown field (filterable fields: ${known})`, t.pos, name)
+    if (spec.type === 'tags') {
+      const tag = dot < 0 ? '' : name.slice(dot + 1)
+      if (tag === '') throw invalidFilter(`use ${base}.NAME to compare a tag`, t.pos, name)
+      return { spec, tag }
     }
-    const spec = this.fields[t.text]
-    if (!spec) {
-      throw invalid(
-        `unknown field; filterable fields: ${Object.keys(this.fields).join(', ')}`,
-        t.text,
-      )
-    }
-    const col = spec.column
-    const op = this.peek()
-    let negate = false
-    if (this.isWord('not', op)) {
-      this.next()
-      negate = true
-    }
+    if (dot >= 0) throw invalidFilter(`unknown field (filterable fields: ${known})`, t.pos, name)
+    return { spec }
+  }
+
+  private comparison(): Condition {
+    const fieldPos = this.peek().pos
+    const field = this.operand()
+    const type = field.tag === undefined ? field.spec.type : 'tags'
+    const negate = this.isWord('not')
+    if (negate) this.next()
     const word = this.peek()
     if (this.isWord('contains', word) || this.isWord('icontains', word)) {
       this.next()
-      if (spec.type !== 'string') throw invalid(`contains needs a string field`, t.text)
-      const value = this.stringValue()
-      const insensitive = word.kind === 'ident' && word.text.toLowerCase() === 'icontains'
-      let match: SqlFragment = insensitive
-        ? { sql: `instr(lower(${col}), lower(?)) > 0`, params: [value] }
-        : { sql: `instr(${col}, ?) > 0`, params: [value] }
-      const narrowed = spec.search?.(value)
-      if (narrowed) {
-        // The index finds candidates case-insensitively; instr keeps contains case-sensitive.
-        match = {
-          sql: `(${narrowed.sql}) AND ${match.sql}`,
-          params: [...narrowed.params, ...match.params],
-        }
+      if (type !== 'string' && type !== 'tags') {
+        throw invalidFilter('contains needs a string field', word.pos)
       }
-      return negate
-        ? { sql: `NOT (${col} IS NOT NULL AND ${match.sql})`, params: match.params }
-        : match
+      const value = this.next()
+      if (value.kind !== 'string') throw invalidFilter('expected a quoted string', value.pos)
+      const insensitive = this.isWord('icontains', word)
+      return { type: 'contains', field, value: value.value, insensitive, negate }
     }
     if (this.isWord('in', word)) {
       this.next()
-      const values = this.list(spec)
-      const sql = `${col} IN (${values.map(() => '?').join(', ')})`
-      return { sql: negate ? `NOT (${sql})` : sql, params: values }
+      this.expectOp('[')
+      const values = [this.literal(field)]
+      while (this.isOp(',')) {
+        this.next()
+        values.push(this.literal(field))
+      }
+      this.expectOp(']')
+      return { type: 'in', field, values, negate }
     }
-    if (negate) throw invalid(`expected contains or in after "not" at position ${word.pos}`)
-    if (word.kind === 'op' && ['=', '!=', '<', '<=', '>', '>='].includes(word.text)) {
+    if (this.isWord('between', word)) {
       this.next()
+      if (type === 'boolean') throw invalidFilter('between needs an ordered field', word.pos)
+      const lower = this.literal(field)
+      if (!this.isWord('and')) throw invalidFilter('expected "and"', this.peek().pos)
+      this.next()
+      return { type: 'between', field, lower, upper: this.literal(field), negate }
+    }
+    if (negate) throw invalidFilter('expected contains, icontains, in or between', word.pos)
+    if (word.kind === 'op' && COMPARE_OPS.includes(word.text)) {
+      this.next()
+      const op = word.text as CompareOp // one of COMPARE_OPS
       if (this.isWord('null')) {
         this.next()
-        if (word.text === '=') return { sql: `${col} IS NULL`, params: [] }
-        if (word.text === '!=') return { sql: `${col} IS NOT NULL`, params: [] }
-        throw invalid(`null compares only with = or !=`)
+        if (op !== '=' && op !== '!=')
+          throw invalidFilter('null compares only with = or !=', word.pos)
+        return { type: 'null', field, negate: op === '!=' }
       }
-      const value = this.value(spec)
-      if (spec.type === 'boolean' && !['=', '!='].includes(word.text)) {
-        throw invalid(`a boolean field compares only with = or !=`, t.text)
+      if (type === 'boolean' && op !== '=' && op !== '!=') {
+        throw invalidFilter('a boolean field compares only with = or !=', word.pos)
       }
-      const sqlOp = word.text === '!=' ? 'IS NOT' : word.text
-      return { sql: `${col} ${sqlOp} ?`, params: [value] }
+      return { type: 'compare', field, op, value: this.literal(field) }
     }
-    if (spec.type === 'boolean') return { sql: `${col} = 1`, params: [] }
-    throw invalid(`expected an operator after "${t.text}" at position ${word.pos}`)
+    if (type === 'boolean') return { type: 'bool', field }
+    throw invalidFilter('expected an operator', word.kind === 'end' ? word.pos : fieldPos)
   }
 
-  private stringValue(): string {
+  private literal(field: Operand): Literal {
     const t = this.next()
-    if (t.kind !== 'string') throw invalid(`expected a quoted string at position ${t.pos}`)
-    return t.value
-  }
-
-  private value(spec: FieldSpec): unknown {
-    const t = this.next()
-    if (spec.type === 'boolean') {
-      if (this.isWord('true', t)) return 1
-      if (this.isWord('false', t)) return 0
-      throw invalid(`expected true or false at position ${t.pos}`)
+    const type = field.tag === undefined ? field.spec.type : 'tags'
+    const bool = this.isWord('true', t) || this.isWord('false', t)
+    if (type === 'boolean' || (type === 'tags' && bool)) {
+      if (bool) return { kind: 'boolean', value: this.isWord('true', t) }
+      throw invalidFilter('expected true or false', t.pos)
     }
-    if (spec.type === 'datetime') {
-      if (t.kind === 'datetime') return t.value
-      if (t.kind === 'string' && !Number.isNaN(new Date(t.value).getTime())) {
-        return new Date(t.value).toISOString()
-      }
-      throw invalid(`expected datetime(...) at position ${t.pos}`)
+    if (type === 'datetime') {
+      if (t.kind === 'datetime') return { kind: 'datetime', value: t.value }
+      const ms = t.kind === 'string' ? Date.parse(t.value) : Number.NaN
+      if (!Number.isNaN(ms)) return { kind: 'datetime', value: new Date(ms).toISOString() }
+      throw invalidFilter('expected datetime(...)', t.pos)
     }
-    if (t.kind !== 'string') throw invalid(`expected a quoted string at position ${t.pos}`)
-    return t.value
+    if (type === 'tags' && t.kind === 'number') return { kind: 'number', value: t.value }
+    if (t.kind !== 'string') throw invalidFilter('expected a quoted string', t.pos)
+    return { kind: 'string', value: t.value }
   }
-
-  private list(spec: FieldSpec): unknown[] {
-    if (!this.isOp('[')) throw invalid(`expected "[" at position ${this.peek().pos}`)
-    this.next()
-    const values = [this.value(spec)]
-    while (this.isOp(',')) {
-      this.next()
-      values.push(this.value(spec))
-    }
-    if (!this.isOp(']')) throw invalid(`expected "]" at position ${this.peek().pos}`)
-    this.next()
-    return values
-  }
-}
-
-function join(parts: SqlFragment[], sep: string): SqlFragment {
-  if (parts.length === 1) return parts[0] as SqlFragment
-  return { sql: parts.map((p) => p.sql).join(sep), params: parts.flatMap((p) => p.params) }
 }
 
 /**
- * Compiles a filter in the edge API's filter language (a subset of ZitiQL: comparisons, contains,
- * icontains, in, null checks, bare booleans, and/or/not, parentheses) into a parameterised SQL
- * condition over the given fields. Throws AppError INVALID_FILTER on anything else.
+ * Parses a filter in the edge API's filter language (ZitiQL: comparisons, contains, icontains,
+ * in, between, null checks, true/false, bare booleans, and/or/not, parentheses, then optional
+ * `sort by`, `skip` and `limit` clauses) over the given fields. Throws AppError INVALID_FILTER,
+ * with the position of the fault, on anything else.
  */
-export function compileFilter(text: string | undefined, fields: FieldMap): SqlFragment {
-  if (text === undefined || text.trim() === '') return { sql: '1 = 1', params: [] }
-  if (text.length > MAX_FILTER_LENGTH) throw invalid(`longer than ${MAX_FILTER_LENGTH} characters`)
-  return new Parser(tokenize(text), fields).parse()
+export function parseFilter(
+  text: string | undefined,
+  fields: FieldMap,
+  sortable: Record<string, string> = {},
+): FilterQuery {
+  if (text !== undefined && text.length > MAX_FILTER_LENGTH) {
+    throw invalidFilter(`longer than ${MAX_FILTER_LENGTH} characters`, MAX_FILTER_LENGTH)
+  }
+  return new Parser(tokenize(text ?? ''), fields, sortable).query()
 }

@@ -65,6 +65,7 @@ export const IDENTITY_LIST_SPEC: ListSpec = {
     authPolicyId: { column: 'auth_policy_id', type: 'string' },
     createdAt: { column: 'created_at', type: 'datetime' },
     updatedAt: { column: 'updated_at', type: 'datetime' },
+    tags: { column: 'tags', type: 'tags' },
   },
   sortable: { id: 'id', name: 'name', createdAt: 'created_at', updatedAt: 'updated_at' },
   idColumn: 'id',

@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js'
-import { compileFilter, type FieldMap, type SqlFragment } from './filter.js'
+import { type Condition, type FieldMap, parseFilter, type SortKey } from './filter.js'
 
 export type { FieldMap, FieldSpec } from './filter.js'
 
@@ -13,14 +13,17 @@ export interface ListParams {
 
 /** What a repository needs to run a list: a condition, an order and a page. */
 export interface ListQuery {
-  where: SqlFragment
-  orderBy: string
-  limit: number
+  where: Condition
+  /** Sort keys, the id tie-breaker last. */
+  orderBy: SortKey[]
+  /** Undefined for every match (`limit none`). */
+  limit: number | undefined
   offset: number
 }
 
 export interface ListPage<T> {
   items: T[]
+  /** -1 when the filter said `limit none`. */
   limit: number
   offset: number
   totalCount: number
@@ -29,7 +32,7 @@ export interface ListPage<T> {
 export interface ListSpec {
   /** Fields usable in `filter`. */
   filterable: FieldMap
-  /** Fields usable in `sort` (public name to column). */
+  /** Fields usable in `sort` and `sort by` (public name to column). */
   sortable: Record<string, string>
   /** Tie-breaker column appended to every order. */
   idColumn: string
@@ -39,30 +42,30 @@ export const DEFAULT_LIMIT = 10
 export const MAX_LIMIT = 500
 const MAX_OFFSET = 1_000_000
 
+function paginationError(field: string, reason: string, value: string): AppError {
+  return new AppError('INVALID_PAGINATION', { cause: { field, reason, value } })
+}
+
 function pagination(field: 'limit' | 'offset', raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw)) {
-    throw new AppError('INVALID_PAGINATION', {
-      cause: { field, reason: 'must be a non-negative integer', value: raw },
-    })
-  }
+  if (!/^\d+$/.test(raw)) throw paginationError(field, 'must be a non-negative integer', raw)
   const n = Number(raw)
   if (field === 'offset' && n > MAX_OFFSET) {
-    throw new AppError('INVALID_PAGINATION', {
-      cause: { field, reason: `must be at most ${MAX_OFFSET}`, value: raw },
-    })
+    throw paginationError(field, `must be at most ${MAX_OFFSET}`, raw)
   }
   return n
 }
 
-function compileSort(raw: string | undefined, spec: ListSpec): string {
-  const tie = `${spec.idColumn} ASC`
-  if (raw === undefined || raw.trim() === '') return tie
-  const parts: string[] = []
-  for (const item of raw.split(',')) {
+function clampLimit(limit: number): number {
+  return limit === 0 ? DEFAULT_LIMIT : Math.min(limit, MAX_LIMIT)
+}
+
+function sortParam(raw: string | undefined, spec: ListSpec): SortKey[] {
+  if (raw === undefined || raw.trim() === '') return []
+  return raw.split(',').map((item) => {
     const m = /^\s*([A-Za-z_][\w.]*)(?:\s+(asc|desc))?\s*$/i.exec(item)
-    const column = m ? spec.sortable[m[1] as string] : undefined
-    if (!m || column === undefined) {
+    const name = m?.[1]
+    if (name === undefined || !Object.hasOwn(spec.sortable, name)) {
       throw new AppError('INVALID_SORT_IDENTIFIER', {
         cause: {
           field: 'sort',
@@ -71,18 +74,41 @@ function compileSort(raw: string | undefined, spec: ListSpec): string {
         },
       })
     }
-    parts.push(`${column} ${(m[2] ?? 'asc').toUpperCase()}`)
-  }
-  return [...parts, tie].join(', ')
+    return { column: spec.sortable[name] ?? name, desc: m?.[2]?.toLowerCase() === 'desc' }
+  })
 }
 
-/** Validates list parameters against a resource's fields; throws AppError with a stable code. */
+/** Repeated query parameters arrive as arrays when a route does not validate them as strings. */
+function text(field: keyof ListParams, value: unknown): string | undefined {
+  if (value === undefined || typeof value === 'string') return value
+  throw new AppError('COULD_NOT_VALIDATE', { cause: { field, reason: 'must be a single string' } })
+}
+
+/**
+ * Validates list parameters against a resource's fields; throws AppError with a stable code.
+ * As upstream: `skip` and `limit` clauses in the filter win over the `offset` and `limit`
+ * parameters; the `sort` parameter applies only when the filter has no `sort by`.
+ */
 export function parseListQuery(params: ListParams, spec: ListSpec): ListQuery {
-  const limit = pagination('limit', params.limit, DEFAULT_LIMIT)
+  const limitParam = pagination('limit', text('limit', params.limit), DEFAULT_LIMIT)
+  const offsetParam = pagination('offset', text('offset', params.offset), 0)
+  const sortKeys = sortParam(text('sort', params.sort), spec)
+  const filter = parseFilter(text('filter', params.filter), spec.filterable, spec.sortable)
+  if (filter.skip !== undefined && filter.skip > MAX_OFFSET) {
+    throw new AppError('INVALID_FILTER', {
+      cause: {
+        field: 'filter',
+        reason: `skip must be at most ${MAX_OFFSET}`,
+        value: `${filter.skip}`,
+      },
+    })
+  }
+  const sort = filter.sort.length > 0 ? filter.sort : sortKeys
+  const limit = filter.limit ?? limitParam
   return {
-    where: compileFilter(params.filter, spec.filterable),
-    orderBy: compileSort(params.sort, spec),
-    limit: limit === 0 ? DEFAULT_LIMIT : Math.min(limit, MAX_LIMIT),
-    offset: pagination('offset', params.offset, 0),
+    where: filter.where,
+    orderBy: [...sort, { column: spec.idColumn, desc: false }],
+    limit: limit === 'none' ? undefined : clampLimit(limit),
+    offset: filter.skip ?? offsetParam,
   }
 }

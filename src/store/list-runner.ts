@@ -1,13 +1,16 @@
 import type { Statement } from 'better-sqlite3'
 import type { Db } from './db.js'
+import { compileCondition, SqlParams } from './filter-sql.js'
 import type { ListPage, ListQuery } from './list-query.js'
+import { sqliteDialect } from './sql-dialect.js'
 
 const MAX_CACHED_STATEMENTS = 200
 
 /**
- * Runs list queries against one table. The condition and order come from `parseListQuery`, which
- * only ever emits whitelisted column names and `?` placeholders, so the SQL text varies with the
- * shape of the filter, never with user values; prepared statements are cached per shape.
+ * Runs list queries against one SQLite table. The condition and order come from `parseListQuery`,
+ * which only ever yields whitelisted column names, and every value is bound, so the SQL text
+ * varies with the shape of the filter, never with user values; prepared statements are cached per
+ * shape.
  */
 export class ListRunner<Row, T> {
   private readonly statements = new Map<string, Statement<unknown[]>>()
@@ -29,16 +32,19 @@ export class ListRunner<Row, T> {
   }
 
   run(query: ListQuery, baseCondition = '1 = 1'): ListPage<T> {
-    const where = `(${baseCondition}) AND (${query.where.sql})`
+    const filter = compileCondition(query.where, sqliteDialect, new SqlParams(sqliteDialect))
+    const where = `(${baseCondition}) AND (${filter.sql})`
+    const orderBy = query.orderBy.map((k) => `${k.column} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
+    // SQLite reads a negative LIMIT as "no limit".
     const rows = this.prepare(
-      `SELECT * FROM ${this.from} WHERE ${where} ORDER BY ${query.orderBy} LIMIT ? OFFSET ?`,
-    ).all(...query.where.params, query.limit, query.offset) as Row[] // columns of `from`
+      `SELECT * FROM ${this.from} WHERE ${where} ORDER BY ${orderBy} LIMIT ? OFFSET ?`,
+    ).all(...filter.params, query.limit ?? -1, query.offset) as Row[] // columns of `from`
     const count = this.prepare(`SELECT count(*) AS n FROM ${this.from} WHERE ${where}`).get(
-      ...query.where.params,
+      ...filter.params,
     ) as { n: number }
     return {
       items: rows.map(this.map),
-      limit: query.limit,
+      limit: query.limit ?? -1,
       offset: query.offset,
       totalCount: count.n,
     }

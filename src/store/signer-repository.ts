@@ -113,14 +113,13 @@ const UNIQUE_FIELDS = { 'signers.name': 'name', 'signers.issuer': 'issuer', 'sig
  * phrase of three characters or more as a case-insensitive substring; shorter values get no help).
  */
 function searchBy(column: 'name' | 'issuer') {
-  return (value: string) =>
+  return (value: string, param: (value: unknown) => string) =>
     [...value].length < 3
       ? undefined
-      : {
-          sql: `id IN (SELECT s.id FROM signer_search_fts JOIN signer_search s
-            ON s.rowid = signer_search_fts.rowid WHERE signer_search_fts MATCH ?)`,
-          params: [`${column} : "${value.replaceAll('"', '""')}"`],
-        }
+      : `id IN (SELECT s.id FROM signer_search_fts JOIN signer_search s
+            ON s.rowid = signer_search_fts.rowid WHERE signer_search_fts MATCH ${param(
+              `${column} : "${value.replaceAll('"', '""')}"`,
+            )})`
 }
 
 export const SIGNER_LIST_SPEC: ListSpec = {
@@ -135,6 +134,7 @@ export const SIGNER_LIST_SPEC: ListSpec = {
     claimsProperty: { column: 'claims_property', type: 'string' },
     createdAt: { column: 'created_at', type: 'datetime' },
     updatedAt: { column: 'updated_at', type: 'datetime' },
+    tags: { column: 'tags', type: 'tags' },
   },
   sortable: {
     id: 'id',
@@ -146,6 +146,16 @@ export const SIGNER_LIST_SPEC: ListSpec = {
   idColumn: 'id',
 }
 
+/** The client list: only what it shows can be filtered or sorted on. */
+export const CLIENT_SIGNER_LIST_SPEC: ListSpec = {
+  filterable: {
+    id: { column: 'id', type: 'string' },
+    name: { column: 'name', type: 'string', search: searchBy('name') },
+  },
+  sortable: { id: 'id', name: 'name' },
+  idColumn: 'id',
+}
+
 /** Persistence of external JWT signers. */
 export class SignerRepository {
   private readonly insertStmt
@@ -154,8 +164,8 @@ export class SignerRepository {
   private readonly getStmt
   private readonly allStmt
   private readonly byIssuerStmt
-  private readonly clientListStmt
   private readonly lists: ListRunner<SignerRow, SignerRecord>
+  private readonly clientLists: ListRunner<SignerRow, ClientSignerRow>
 
   constructor(db: Db) {
     const cols = COLUMNS.join(', ')
@@ -169,11 +179,12 @@ export class SignerRepository {
     this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
     this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
     this.byIssuerStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE issuer = ?')
-    this.clientListStmt = db.prepare<[number, number], ClientSignerRow>(
-      `SELECT id, name, external_auth_url AS externalAuthUrl FROM signers
-       WHERE enabled = 1 AND external_auth_url IS NOT NULL ORDER BY id LIMIT ? OFFSET ?`,
-    )
     this.lists = new ListRunner(db, 'signers', toRecord)
+    this.clientLists = new ListRunner(db, 'signers', (r) => ({
+      id: r.id,
+      name: r.name,
+      externalAuthUrl: r.external_auth_url ?? '', // the base condition excludes null
+    }))
   }
 
   insert(signer: SignerRecord): void {
@@ -216,7 +227,7 @@ export class SignerRepository {
   }
 
   /** Enabled signers that clients can start a login at: only what the client list shows. */
-  listForClient(limit: number, offset: number): ClientSignerRow[] {
-    return this.clientListStmt.all(limit, offset)
+  listForClient(query: ListQuery): ClientSignerRow[] {
+    return this.clientLists.run(query, 'enabled = 1 AND external_auth_url IS NOT NULL').items
   }
 }

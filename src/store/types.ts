@@ -89,8 +89,8 @@ export interface SignerRepository {
   getByIssuer(issuer: string): Promise<SignerRecord | undefined>
   all(): Promise<SignerRecord[]>
   list(query: ListQuery): Promise<ListPage<SignerRecord>>
-  /** Enabled signers with an externalAuthUrl, by id. */
-  listForClient(limit: number, offset: number): Promise<ClientSignerRow[]>
+  /** Enabled signers with an externalAuthUrl (only id and name are filterable). */
+  listForClient(query: ListQuery): Promise<ClientSignerRow[]>
 }
 
 /** Persistence of identities and their password hashes. */

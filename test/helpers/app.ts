@@ -107,3 +107,24 @@ export function caller(app: FastifyInstance, token: string) {
       ...(payload === undefined ? {} : { payload: payload as object }),
     })
 }
+
+/** `{"a":{"a":…"x"…}}` nested `depth` levels, as text (JSON.stringify itself would overflow). */
+export function deepJson(depth: number): string {
+  return `${'{"a":'.repeat(depth)}"x"${'}'.repeat(depth)}`
+}
+
+/** Sends a raw JSON text body. */
+export function sendJson(
+  app: FastifyInstance,
+  token: string,
+  method: 'POST' | 'PUT' | 'PATCH',
+  url: string,
+  body: string,
+) {
+  return app.inject({
+    method,
+    url,
+    headers: { 'zt-session': token, 'content-type': 'application/json' },
+    payload: body,
+  })
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, caller, forEachStore, login } from '../helpers/app.js'
+import { buildTestApp, caller, deepJson, forEachStore, login, sendJson } from '../helpers/app.js'
 
 const POLICIES = '/edge/management/v1/auth-policies'
 const SIGNERS = '/edge/management/v1/external-jwt-signers'
@@ -225,6 +225,30 @@ forEachStore(() => {
         (await call('PUT', `${IDENTITIES}/${iid}/password`, { password: 'sixteen-chars-x1' }))
           .statusCode,
       ).toBe(200)
+    })
+
+    it('refuses tags nested deeper than 32 levels on create, PUT and PATCH, naming the field', async () => {
+      const app = await buildTestApp()
+      const token = await login(app)
+      const body = (tags: string) =>
+        `{"name":"deep","primary":{"cert":{"allowed":false},"updb":{"allowed":true},"extJwt":{"allowed":true,"allowedSigners":[]}},"secondary":{"requireTotp":false,"requireExtJwtSigner":null},"tags":${tags}}`
+      const ok = await sendJson(app, token, 'POST', POLICIES, body(deepJson(32)))
+      expect(ok.statusCode).toBe(201)
+      const id = ok.json().data.id
+      const refused = [
+        await sendJson(app, token, 'POST', POLICIES, body(deepJson(5000))),
+        await sendJson(app, token, 'PUT', `${POLICIES}/${id}`, body(deepJson(5000))),
+        await sendJson(app, token, 'PATCH', `${POLICIES}/${id}`, `{"tags":${deepJson(33)}}`),
+      ]
+      for (const res of refused) {
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error).toMatchObject({
+          code: 'COULD_NOT_VALIDATE',
+          cause: { field: 'tags' },
+        })
+      }
+      const stored = await caller(app, token)('GET', `${POLICIES}/${id}`)
+      expect(stored.json().data.tags).toEqual(JSON.parse(deepJson(32)))
     })
   })
 })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, caller, forEachStore, login } from '../helpers/app.js'
+import { buildTestApp, caller, deepJson, forEachStore, login, sendJson } from '../helpers/app.js'
 
 const BASE = '/edge/management/v1/identities'
 
@@ -197,6 +197,29 @@ forEachStore(() => {
       // With a second enabled admin the first may step down.
       await call('POST', BASE, { name: 'deputy', isAdmin: true })
       expect((await call('PATCH', `${BASE}/${me}`, { isAdmin: false })).statusCode).toBe(200)
+    })
+
+    it('refuses tags nested deeper than 32 levels on create, PUT and PATCH, naming the field', async () => {
+      const app = await buildTestApp()
+      const token = await login(app)
+      const body = (tags: string) => `{"name":"deep","tags":${tags}}`
+      const ok = await sendJson(app, token, 'POST', BASE, body(deepJson(32)))
+      expect(ok.statusCode).toBe(201)
+      const id = ok.json().data.id
+      const refused = [
+        await sendJson(app, token, 'POST', BASE, body(deepJson(5000))),
+        await sendJson(app, token, 'PUT', `${BASE}/${id}`, body(deepJson(5000))),
+        await sendJson(app, token, 'PATCH', `${BASE}/${id}`, `{"tags":${deepJson(33)}}`),
+      ]
+      for (const res of refused) {
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error).toMatchObject({
+          code: 'COULD_NOT_VALIDATE',
+          cause: { field: 'tags' },
+        })
+      }
+      const stored = await caller(app, token)('GET', `${BASE}/${id}`)
+      expect(stored.json().data.tags).toEqual(JSON.parse(deepJson(32)))
     })
   })
 })

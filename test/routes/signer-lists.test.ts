@@ -232,3 +232,221 @@ forEachStore(() => {
     })
   })
 })
+
+describe('hostile list parameters', () => {
+  const LISTS = [BASE, '/edge/management/v1/identities', '/edge/management/v1/auth-policies']
+  const BUILT_INS = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']
+
+  it.each(LISTS)(
+    '%s answers 400 for built-in JavaScript property names in filter and sort',
+    async (url) => {
+      const { app, token } = await seeded()
+      for (const name of BUILT_INS) {
+        for (const [params, code, field] of [
+          [{ filter: `${name} = "x"` }, 'INVALID_FILTER', 'filter'],
+          [{ filter: name }, 'INVALID_FILTER', 'filter'],
+          [{ sort: name }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+          [{ sort: `${name} desc` }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+        ] as const) {
+          const res = await app.inject({
+            method: 'GET',
+            url: `${url}?${q(params)}`,
+            headers: { 'zt-session': token },
+          })
+          expect(res.statusCode, `${url} ${JSON.stringify(params)}`).toBe(400)
+          expect(res.json().error).toMatchObject({ code, cause: { field } })
+        }
+      }
+    },
+  )
+
+  it.each([BASE, CLIENT])(
+    '%s answers 400 in the envelope to a repeated query parameter',
+    async (url) => {
+      const { app, token } = await seeded()
+      for (const name of ['filter', 'sort', 'limit', 'offset']) {
+        const res = await app.inject({
+          method: 'GET',
+          url: `${url}?${name}=a&${name}=b`,
+          headers: { 'zt-session': token },
+        })
+        expect(res.statusCode, name).toBe(400)
+        expect(res.json()).toMatchObject({
+          error: { code: 'COULD_NOT_VALIDATE', cause: { field: name } },
+          meta: { apiVersion: '0.0.1' },
+        })
+      }
+    },
+  )
+})
+
+describe('filter clauses as operators type them', () => {
+  async function page(app: FastifyInstance, token: string, url: string, query: string) {
+    const res = await app.inject({
+      method: 'GET',
+      url: `${url}?${query}`,
+      headers: { 'zt-session': token },
+    })
+    expect(res.statusCode, `${query}: ${res.body}`).toBe(200)
+    const body = res.json()
+    return {
+      names: body.data.map((d: { name: string }) => d.name),
+      pagination: body.meta?.pagination,
+    }
+  }
+
+  it('reads sort by, skip and limit alone, in any case', async () => {
+    const { app, token } = await seeded()
+    const all = ['Corp-lab', 'corp-east', 'corp-west', 'partner']
+    expect(
+      await page(app, token, BASE, q({ filter: 'name contains "corp" sort by name limit 5' })),
+    ).toEqual({
+      names: ['corp-east', 'corp-west'],
+      pagination: { limit: 5, offset: 0, totalCount: 2 },
+    })
+    expect(await page(app, token, BASE, q({ filter: 'TRUE SORT BY name DESC LIMIT 2' }))).toEqual({
+      names: ['partner', 'corp-west'],
+      pagination: { limit: 2, offset: 0, totalCount: 4 },
+    })
+    expect(await page(app, token, BASE, q({ filter: 'sort by name skip 1 limit 2' }))).toEqual({
+      names: ['corp-east', 'corp-west'],
+      pagination: { limit: 2, offset: 1, totalCount: 4 },
+    })
+    expect(await page(app, token, BASE, q({ filter: 'true limit none', sort: 'name' }))).toEqual({
+      names: all,
+      pagination: { limit: -1, offset: 0, totalCount: 4 },
+    })
+    expect((await page(app, token, BASE, q({ filter: 'true' }))).names).toHaveLength(4)
+    expect((await page(app, token, BASE, q({ filter: 'false' }))).pagination.totalCount).toBe(0)
+    expect((await page(app, token, BASE, q({ filter: 'limit 1' }))).names).toHaveLength(1)
+  })
+
+  it('combines with the query parameters as upstream: clauses win, sort only when the filter has none', async () => {
+    const { app, token } = await seeded()
+    const both = await page(
+      app,
+      token,
+      BASE,
+      q({
+        filter: 'true sort by createdAt desc skip 1 limit 2',
+        sort: 'name asc',
+        limit: '1',
+        offset: '3',
+      }),
+    )
+    expect(both).toEqual({
+      names: ['partner', 'corp-west'],
+      pagination: { limit: 2, offset: 1, totalCount: 4 },
+    })
+    const params = await page(
+      app,
+      token,
+      BASE,
+      q({ filter: 'enabled = true', sort: 'name desc', limit: '1', offset: '1' }),
+    )
+    expect(params).toEqual({
+      names: ['corp-east'],
+      pagination: { limit: 1, offset: 1, totalCount: 3 },
+    })
+    const mixed = await page(
+      app,
+      token,
+      BASE,
+      q({ filter: 'true limit 1', offset: '2', sort: 'name' }),
+    )
+    expect(mixed).toEqual({
+      names: ['corp-west'],
+      pagination: { limit: 1, offset: 2, totalCount: 4 },
+    })
+    const capped = await page(app, token, BASE, q({ filter: 'true limit 100000' }))
+    expect(capped.pagination.limit).toBe(500)
+  })
+
+  it('compares createdAt with >=, <= and a half-open between of datetimes', async () => {
+    const { app, token } = await seeded()
+    // seeded() creates one signer a second from 08:00:01 on.
+    const at = (s: number) => `datetime(2026-11-22T08:00:0${s}Z)`
+    const names = async (filter: string) =>
+      (await page(app, token, BASE, q({ filter, sort: 'createdAt' }))).names
+    expect(await names(`createdAt >= ${at(3)}`)).toEqual(['partner', 'Corp-lab'])
+    expect(await names(`createdAt <= ${at(2)}`)).toEqual(['corp-east', 'corp-west'])
+    expect(await names(`createdAt between ${at(2)} and ${at(4)}`)).toEqual(['corp-west', 'partner'])
+    expect(await names(`createdAt not between ${at(2)} and ${at(4)}`)).toEqual([
+      'corp-east',
+      'Corp-lab',
+    ])
+  })
+
+  it('compares tags.NAME on signers, identities and auth policies', async () => {
+    const { app, token, ids } = await seeded()
+    const call = (method: string, url: string, payload?: object) =>
+      app.inject({
+        method: method as 'GET',
+        url,
+        headers: { 'zt-session': token },
+        ...(payload ? { payload } : {}),
+      })
+    await call('PATCH', `${BASE}/${ids.partner}`, { tags: { team: 'red', rank: 3, managed: true } })
+    await call('PATCH', `${BASE}/${ids['corp-east']}`, { tags: { team: 'blue', rank: 1 } })
+    const names = async (filter: string) =>
+      (await page(app, token, BASE, q({ filter, sort: 'name' }))).names
+    expect(await names('tags.team = "red"')).toEqual(['partner'])
+    expect(await names('tags.rank >= 1 and tags.rank < 3')).toEqual(['corp-east'])
+    expect(await names('tags.managed = true')).toEqual(['partner'])
+    expect(await names('tags.team in ["red", "blue"]')).toEqual(['corp-east', 'partner'])
+    expect(await names('tags.team != null')).toEqual(['corp-east', 'partner'])
+    expect(await names('tags.team icontains "RE"')).toEqual(['partner'])
+    await call('POST', '/edge/management/v1/identities', { name: 'tagged', tags: { site: 'x' } })
+    const ids2 = await page(
+      app,
+      token,
+      '/edge/management/v1/identities',
+      q({ filter: 'tags.site = "x"' }),
+    )
+    expect(ids2.names).toEqual(['tagged'])
+    const policies = await page(
+      app,
+      token,
+      '/edge/management/v1/auth-policies',
+      q({ filter: 'tags.site = "x"' }),
+    )
+    expect(policies.names).toEqual([])
+  })
+
+  it.each([
+    'name contains "corp" limit',
+    'true limit 5 sort by name',
+    'true sort by kid',
+    'true skip 2000000',
+    'createdAt > datetime(yesterday)',
+    'tags = "x"',
+    'name = "unbalanced',
+  ])('answers 400 INVALID_FILTER with a position for %s', async (filter) => {
+    const { app, token } = await seeded()
+    const res = await app.inject({
+      method: 'GET',
+      url: `${BASE}?${q({ filter })}`,
+      headers: { 'zt-session': token },
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().error).toMatchObject({ code: 'INVALID_FILTER', cause: { field: 'filter' } })
+    if (filter !== 'true skip 2000000')
+      expect(res.json().error.cause.reason).toMatch(/at position \d+$/)
+  })
+
+  it('filters, sorts and pages the client list on what it shows', async () => {
+    const { app } = await seeded()
+    const get = (query: string) => app.inject({ method: 'GET', url: `${CLIENT}?${query}` })
+    const res = await get(q({ filter: 'name contains "e" sort by name desc limit none' }))
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ meta: {} })
+    expect(res.json().data.map((d: { name: string }) => d.name)).toEqual(['corp-east'])
+    const sorted = await get(q({ sort: 'name desc', limit: '1' }))
+    expect(sorted.json().data.map((d: { name: string }) => d.name)).toEqual(['corp-east'])
+    for (const filter of ['issuer contains "corp"', 'enabled = false', 'true sort by issuer']) {
+      const refused = await get(q({ filter }))
+      expect(refused.statusCode).toBe(400)
+      expect(refused.json().error.code).toBe('INVALID_FILTER')
+    }
+  })
+})

@@ -1,7 +1,14 @@
 import { createHash, X509Certificate } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, forEachStore, login, refusedNames } from '../helpers/app.js'
+import {
+  buildTestApp,
+  deepJson,
+  forEachStore,
+  login,
+  refusedNames,
+  sendJson,
+} from '../helpers/app.js'
 import { makeCert, privateKeyPem, type TestCert } from '../helpers/certs.js'
 
 const PATHS = ['/edge/management/v1/external-jwt-signers', '/edge/management/v1/ext-jwt-signers']
@@ -141,7 +148,29 @@ forEachStore(() => {
           certBody({ name: `n${i}`, issuer: `i${i}`, kid: `k${i}`, certPem: cert.certPem }),
         )
         expect(res.statusCode).toBe(201)
+        const { id } = res.json().data
+        expect(res.json()).toEqual({
+          data: { id, _links: { self: { href: `./external-jwt-signers/${id}` } } },
+          meta: {},
+        })
+        const stored = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+        const x509 = new X509Certificate(cert.certPem)
+        expect(stored).toMatchObject({
+          id,
+          name: `n${i}`,
+          issuer: `i${i}`,
+          kid: `k${i}`,
+          certPem: cert.certPem,
+          jwksEndpoint: null,
+          commonName: i === 0 ? 'ec signer' : 'ed signer',
+          fingerprint: createHash('sha1').update(x509.raw).digest('hex'),
+          notBefore: new Date(x509.validFrom).toISOString(),
+          notAfter: new Date(x509.validTo).toISOString(),
+        })
       }
+      const list = (await call(app, token, 'GET', `${base}?sort=name`)).json()
+      expect(list.data.map((d: { kid: string }) => d.kid)).toEqual(['k0', 'k1'])
+      expect(list.meta.pagination.totalCount).toBe(2)
     })
 
     it('PUT replaces: omitted optional fields return to their defaults', async () => {
@@ -369,6 +398,126 @@ forEachStore(() => {
       })
       expect(big.statusCode).toBe(413)
       expect(big.json().error.code).toBe('REQUEST_ENTITY_TOO_LARGE')
+    })
+
+    it('refuses tags nested deeper than 32 levels on create, PUT and PATCH, naming the field', async () => {
+      const { app, token } = await setup()
+      const base = PATHS[0] as string
+      const fields = (tags: string) =>
+        `"name":"deep","enabled":true,"issuer":"https://deep.example","audience":"a","jwksEndpoint":"https://deep.example/j","tags":${tags}`
+      const ok = await sendJson(app, token, 'POST', base, `{${fields(deepJson(32))}}`)
+      expect(ok.statusCode).toBe(201)
+      const id = ok.json().data.id
+      for (const [method, url] of [
+        ['POST', base],
+        ['PUT', `${base}/${id}`],
+      ] as const) {
+        const res = await sendJson(app, token, method, url, `{${fields(deepJson(5000))}}`)
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error).toMatchObject({
+          code: 'COULD_NOT_VALIDATE',
+          cause: { field: 'tags' },
+        })
+      }
+      const patch = await sendJson(app, token, 'PATCH', `${base}/${id}`, `{"tags":${deepJson(33)}}`)
+      expect(patch.statusCode).toBe(400)
+      expect(patch.json().error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'tags' },
+      })
+      const list = (await call(app, token, 'GET', base)).json()
+      expect(list.data.map((d: { name: string }) => d.name)).toEqual(['deep'])
+      expect(list.data[0].tags).toEqual(JSON.parse(deepJson(32)))
+    })
+
+    it('creates a signer from the body `ziti edge create ext-jwt-signer` sends by default', async () => {
+      const { app, token } = await setup()
+      const base = PATHS[1] as string
+      const res = await call(app, token, 'POST', base, {
+        name: 'cli',
+        enabled: true,
+        issuer: 'https://cli.example',
+        audience: 'ziti',
+        jwksEndpoint: 'https://cli.example/jwks',
+        claimsProperty: 'sub',
+        useExternalId: true,
+        externalAuthUrl: '',
+        scopes: null,
+        tags: {},
+      })
+      expect(res.statusCode).toBe(201)
+      const d = (await call(app, token, 'GET', `${base}/${res.json().data.id}`)).json().data
+      expect(d).toMatchObject({
+        externalAuthUrl: null,
+        scopes: null,
+        tags: {},
+        useExternalId: true,
+      })
+      const client = await app.inject({
+        method: 'GET',
+        url: '/edge/client/v1/external-jwt-signers',
+      })
+      expect(client.json().data).toEqual([])
+    })
+
+    it('reads "" in an optional text field as not set, on create, PUT and PATCH', async () => {
+      const { app, token } = await setup()
+      const base = PATHS[0] as string
+      const empty = { externalAuthUrl: '', clientId: '', claimsProperty: '' }
+      const created = await call(
+        app,
+        token,
+        'POST',
+        base,
+        jwksBody({ ...empty, kid: '', certPem: '' }),
+      )
+      expect(created.statusCode).toBe(201)
+      const id = created.json().data.id
+      const read = async () => (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      const unset = {
+        externalAuthUrl: null,
+        clientId: null,
+        claimsProperty: 'sub',
+        kid: null,
+        certPem: null,
+      }
+      expect(await read()).toMatchObject(unset)
+
+      const full = {
+        externalAuthUrl: 'https://login.corp.example/auth',
+        clientId: 'c',
+        claimsProperty: 'email',
+      }
+      expect((await call(app, token, 'PATCH', `${base}/${id}`, full)).statusCode).toBe(200)
+      const clientList = async () =>
+        (await app.inject({ method: 'GET', url: '/edge/client/v1/external-jwt-signers' })).json()
+          .data
+      expect(await clientList()).toHaveLength(1)
+      expect((await call(app, token, 'PATCH', `${base}/${id}`, empty)).statusCode).toBe(200)
+      expect(await read()).toMatchObject(unset)
+      expect(await clientList()).toEqual([])
+
+      expect((await call(app, token, 'PUT', `${base}/${id}`, jwksBody(full))).statusCode).toBe(200)
+      expect(await read()).toMatchObject(full)
+      const put = await call(app, token, 'PUT', `${base}/${id}`, jwksBody({ ...empty, kid: '' }))
+      expect(put.statusCode).toBe(200)
+      expect(await read()).toMatchObject(unset)
+
+      // A certificate signer with jwksEndpoint "" is a certificate signer; required fields stay required.
+      const cert = await call(
+        app,
+        token,
+        'POST',
+        base,
+        certBody({ jwksEndpoint: '', externalAuthUrl: '' }),
+      )
+      expect(cert.statusCode).toBe(201)
+      const noName = await call(app, token, 'POST', base, jwksBody({ name: '', issuer: 'other' }))
+      expect(noName.statusCode).toBe(400)
+      expect(noName.json().error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'name' },
+      })
     })
   })
 })

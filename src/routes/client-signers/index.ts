@@ -1,15 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { SignerService } from '../../signers/signer-service.js'
-import { errorResponses } from '../common-schemas.js'
+import { errorResponses, ListQuerySchema } from '../common-schemas.js'
 import { ClientSignerListEnvelopeSchema } from '../signers/schemas.js'
 
-const PageQuerySchema = Type.Object({
-  limit: Type.Optional(Type.String({ maxLength: 20 })),
-  offset: Type.Optional(Type.String({ maxLength: 20 })),
-})
-
-/** The unauthenticated signer list: enabled signers with an externalAuthUrl, and nothing more. */
+/**
+ * The unauthenticated signer list: enabled signers with an externalAuthUrl, and nothing more;
+ * `filter` and `sort` reach only the fields it shows (id, name).
+ */
 const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> = async (
   app,
   { signers },
@@ -19,7 +16,7 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> 
     {
       schema: {
         tags: ['External JWT Signers'],
-        querystring: PageQuerySchema,
+        querystring: ListQuerySchema,
         response: { 200: ClientSignerListEnvelopeSchema, ...errorResponses(400) },
       },
     },

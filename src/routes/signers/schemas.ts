@@ -12,11 +12,12 @@ import {
 const Name = Type.String({ minLength: 1, maxLength: 255 })
 const Issuer = Type.String({ minLength: 1, maxLength: 2048 })
 const Audience = Type.String({ minLength: 1, maxLength: 2048 })
-const Url = Type.String({ minLength: 1, maxLength: 2048 })
-const CertPem = Type.String({ minLength: 1, maxLength: 65536 })
-const Kid = Type.String({ minLength: 1, maxLength: 255 })
-const ClaimsProperty = Type.String({ minLength: 1, maxLength: 255 })
-const ClientId = Type.String({ minLength: 1, maxLength: 255 })
+// Optional text fields: "" means "not set", as null does (OpenZiti's CLI sends `externalAuthUrl: ""`).
+const Url = Type.String({ maxLength: 2048 })
+const CertPem = Type.String({ maxLength: 65536 })
+const Kid = Type.String({ maxLength: 255 })
+const ClaimsProperty = Type.String({ maxLength: 255 })
+const ClientId = Type.String({ maxLength: 255 })
 const Scopes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 50 })
 const TargetToken = Type.Union([Type.Literal('ACCESS'), Type.Literal('ID')])
 const NullableTargetToken = Type.Unsafe<'ACCESS' | 'ID' | null>({

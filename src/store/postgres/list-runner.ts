@@ -1,16 +1,12 @@
+import { compileCondition, SqlParams } from '../filter-sql.js'
 import type { ListPage, ListQuery } from '../list-query.js'
+import { postgresDialect } from '../sql-dialect.js'
 import { mapPgError } from './errors.js'
 import type { Queryable } from './pool.js'
 
-/** Numbers the `?` placeholders of compiled SQL as `$1, $2, ...` from `first`. */
-export function numbered(sql: string, first = 1): string {
-  let n = first
-  return sql.replace(/\?/g, () => `$${n++}`)
-}
-
 /**
- * Runs list queries against one table. The condition and order come from `parseListQuery`, which
- * only ever emits whitelisted column names and placeholders, never user values.
+ * Runs list queries against one relation. The condition and order come from `parseListQuery`,
+ * which only ever yields whitelisted column names, and every value is bound.
  */
 export class PgListRunner<Row, T> {
   constructor(
@@ -18,22 +14,26 @@ export class PgListRunner<Row, T> {
     private readonly map: (row: Row) => T,
   ) {}
 
-  async run(db: Queryable, query: ListQuery): Promise<ListPage<T>> {
-    const where = numbered(query.where.sql)
-    const n = query.where.params.length
-    const page = query.limit < 0 ? '' : ` LIMIT $${n + 1} OFFSET $${n + 2}`
-    const pageParams = query.limit < 0 ? [] : [query.limit, query.offset]
+  async run(db: Queryable, query: ListQuery, baseCondition = 'true'): Promise<ListPage<T>> {
+    const params = new SqlParams(postgresDialect)
+    const filter = compileCondition(query.where, postgresDialect, params)
+    const where = `(${baseCondition}) AND (${filter.sql})`
+    const orderBy = query.orderBy.map((k) => `${k.column} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
+    const n = filter.params.length
+    const page =
+      query.limit === undefined ? ` OFFSET $${n + 1}` : ` LIMIT $${n + 1} OFFSET $${n + 2}`
+    const pageParams = query.limit === undefined ? [query.offset] : [query.limit, query.offset]
     try {
       const [rows, count] = await Promise.all([
-        db.query(`SELECT * FROM ${this.from} WHERE ${where} ORDER BY ${query.orderBy}${page}`, [
-          ...query.where.params,
+        db.query(`SELECT * FROM ${this.from} WHERE ${where} ORDER BY ${orderBy}${page}`, [
+          ...filter.params,
           ...pageParams,
         ]),
-        db.query(`SELECT count(*)::int AS n FROM ${this.from} WHERE ${where}`, query.where.params),
+        db.query(`SELECT count(*)::int AS n FROM ${this.from} WHERE ${where}`, filter.params),
       ])
       return {
         items: (rows.rows as Row[]).map(this.map), // columns of `from`
-        limit: query.limit,
+        limit: query.limit ?? -1,
         offset: query.offset,
         totalCount: (count.rows[0] as { n: number }).n, // count(*) always yields a row
       }

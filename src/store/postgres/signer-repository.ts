@@ -95,6 +95,10 @@ const UNIQUE = { signers_name_key: 'name', signers_issuer_key: 'issuer', signers
 /** Persistence of external JWT signers on PostgreSQL. */
 export class PgSignerRepository implements SignerRepository {
   private static readonly lists = new PgListRunner<SignerRow, SignerRecord>('signers', toRecord)
+  private static readonly clientLists = new PgListRunner<SignerRow, ClientSignerRow>(
+    'signers',
+    (r) => ({ id: r.id, name: r.name, externalAuthUrl: r.external_auth_url ?? '' }), // base condition: not null
+  )
 
   constructor(private readonly db: Queryable) {}
 
@@ -151,17 +155,12 @@ export class PgSignerRepository implements SignerRepository {
     return PgSignerRepository.lists.run(this.db, query)
   }
 
-  async listForClient(limit: number, offset: number): Promise<ClientSignerRow[]> {
-    try {
-      const res = await this.db.query<ClientSignerRow>({
-        name: 'signers-for-client',
-        text: `SELECT id, name, external_auth_url AS "externalAuthUrl" FROM signers
-          WHERE enabled AND external_auth_url IS NOT NULL ORDER BY id LIMIT $1 OFFSET $2`,
-        values: [limit, offset],
-      })
-      return res.rows
-    } catch (err) {
-      throw mapPgError(err)
-    }
+  async listForClient(query: ListQuery): Promise<ClientSignerRow[]> {
+    const page = await PgSignerRepository.clientLists.run(
+      this.db,
+      query,
+      'enabled AND external_auth_url IS NOT NULL',
+    )
+    return page.items
   }
 }
