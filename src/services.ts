@@ -68,7 +68,10 @@ export function createServices(o: ServiceOptions) {
     log: o.log,
   })
   keys.load(signers.repository.all())
-  const cache = new VerifiedTokenCache(clock, o.verifiedCacheEntries)
+  const cache = new VerifiedTokenCache(clock, o.verifiedCacheEntries, (signerId, kid) =>
+    keys.hasKid(signerId, kid),
+  )
+  keys.onKidsRetired((signerId, kids) => cache.dropKids(signerId, kids))
   const verifier = new ExternalJwtVerifier(
     keys,
     {
@@ -104,6 +107,7 @@ export function createServices(o: ServiceOptions) {
     policies,
     identities,
     verifier,
+    keys,
     auth: { sessions, verifier, policyOf },
     allowsPrimary: (identity: IdentityRecord, method: 'updb') =>
       method === 'updb' && policyOf(identity)?.updbAllowed === true,
