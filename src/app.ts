@@ -18,6 +18,7 @@ import {
 } from './routes/identities/index.js'
 import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
+import { signerKeyRoutes } from './routes/signers/keys.js'
 import { createServices } from './services.js'
 import { openStore } from './store/open-store.js'
 import type { Store } from './store/types.js'
@@ -147,6 +148,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       prefix: `${m}/${path}`,
       ...signerRoutesOptions(signers, auth),
     })
+    await app.register(signerKeyRoutes, { prefix: `${m}/${path}`, keys: services.keys, auth })
   }
   await app.register(identityRoutes, {
     prefix: `${m}/identities`,

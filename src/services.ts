@@ -70,7 +70,10 @@ export async function createServices(o: ServiceOptions) {
     },
   })
   keys.load(await repo.all())
-  const cache = new VerifiedTokenCache(clock, o.verifiedCacheEntries)
+  const cache = new VerifiedTokenCache(clock, o.verifiedCacheEntries, (signerId, kid) =>
+    keys.hasKid(signerId, kid),
+  )
+  keys.onKidsRetired((signerId, kids) => cache.dropKids(signerId, kids))
   const verifier = new ExternalJwtVerifier(
     keys,
     {
@@ -127,6 +130,7 @@ export async function createServices(o: ServiceOptions) {
     policies,
     identities,
     verifier,
+    keys,
     auth: {
       sessions,
       verifier,

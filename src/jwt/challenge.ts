@@ -7,9 +7,24 @@ const DESCRIPTIONS: Record<ChallengeError, string> = {
   expired: 'token expired',
 }
 
-/** Quoted-string content: no quotes, backslashes or control characters. */
-function quote(value: string): string {
-  return value.replace(/["\\]/g, '').replace(/\p{Cc}/gu, '')
+// What a header value carries as is: tab, visible ASCII, space and visible Latin-1. Everything
+// else (control characters, DEL, C1 controls, anything above U+00FF such as emoji), `%` itself
+// and the list separator `|` are percent-encoded as UTF-8: decodeURIComponent gives each value back.
+const UNSAFE = /[^\t\x20-\x24\x26-\x7b\x7d\x7e\xa0-\xff]/gu
+
+function percentEncode(char: string): string {
+  // Buffer (unlike encodeURIComponent) never throws: a lone surrogate becomes U+FFFD.
+  return [...Buffer.from(char, 'utf8')]
+    .map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`)
+    .join('')
+}
+
+/**
+ * Quoted-string content for any stored string: characters a header cannot carry percent-encoded,
+ * then `"` and `\` backslash-escaped, so the header is always valid and reversible.
+ */
+export function quote(value: string): string {
+  return value.replace(UNSAFE, percentEncode).replace(/["\\]/g, '\\$&')
 }
 
 export type Realm = 'openziti-primary-ext-jwt' | 'openziti-secondary-ext-jwt'

@@ -3,30 +3,68 @@ import {
   createLocalJWKSet,
   errors,
   type FlattenedJWSInput,
+  type JSONWebKeySet,
   type JWTVerifyGetKey,
 } from 'jose'
 import type { JwksFetcher } from './jwks-fetch.js'
+
+export type FetchResult =
+  | { ok: true; keys: number; retiredKids: string[] }
+  | { ok: false; error: unknown }
 
 export interface KeySetOptions {
   fetcher: JwksFetcher
   clock: () => Date
   cooldownMs: number
   maxAgeMs: number
-  onFetch?: (result: { ok: true; keys: number } | { ok: false; error: unknown }) => void
+  onFetch?: (result: FetchResult) => void
+}
+
+/** What an operator sees of a key set (timestamps from the injected clock). */
+export interface KeySetStatus {
+  kids: string[]
+  lastFetchAt: string | null
+  lastFetchError: string | null
+  nextRefreshAt: string | null
 }
 
 type Key = Awaited<ReturnType<JWTVerifyGetKey>>
 
+// Keeps a tiny max age from turning the refresh timer into a busy loop; setTimeout's own ceiling.
+const MIN_TIMER_MS = 100
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** The message of a fetch failure, with the network cause undici hides in `cause`. */
+export function fetchErrorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
+  return `${error.message}${cause}`
+}
+
+/** Each kid of a set with its key's JSON, so a kid whose key changed counts as retired too. */
+function kidsOf(jwks: JSONWebKeySet): Map<string, string> {
+  const kids = new Map<string, string>()
+  for (const jwk of jwks.keys)
+    if (typeof jwk.kid === 'string') kids.set(jwk.kid, JSON.stringify(jwk))
+  return kids
+}
+
 /**
- * The keys of one JWKS endpoint. Fetches happen in the background when the set is created and when
- * it is older than maxAge; a kid that is not in the set triggers a fetch at most once per cooldown,
- * shared by every request waiting on it. A failed fetch keeps the keys last fetched (stale-if-error).
+ * The keys of one JWKS endpoint. A fetch happens when the set is created, then on a timer every
+ * max age (independent of requests), and when a kid that is not in the set shows up (at most once
+ * per cooldown, shared by every request waiting on it). A failed fetch keeps the keys last fetched
+ * (stale-if-error); a successful one reports the kids it no longer holds, so that tokens verified
+ * with them stop counting at once.
  */
 export class JwksKeySet {
   private resolver: JWTVerifyGetKey | undefined
+  private kids = new Map<string, string>()
   private fetchedAt = Number.NEGATIVE_INFINITY
   private attemptedAt = Number.NEGATIVE_INFINITY
+  private lastFetch: { at: number; error: string | null } | undefined
+  private nextAt: number | undefined
   private inflight: Promise<void> | undefined
+  private timer: NodeJS.Timeout | undefined
   private readonly abort = new AbortController()
 
   constructor(
@@ -41,25 +79,65 @@ export class JwksKeySet {
   /** Starts a fetch unless one is running; resolves when it ends (it never rejects). */
   refresh(): Promise<void> {
     if (this.inflight) return this.inflight
+    if (this.abort.signal.aborted) return Promise.resolve()
     this.attemptedAt = this.now()
     this.inflight = this.options.fetcher
       .fetch(this.url, this.abort.signal)
       .then((jwks) => {
+        const kids = kidsOf(jwks)
+        const retiredKids = [...this.kids].filter(([kid, json]) => kids.get(kid) !== json)
         this.resolver = createLocalJWKSet(jwks)
+        this.kids = kids
         this.fetchedAt = this.now()
-        this.options.onFetch?.({ ok: true, keys: jwks.keys.length })
+        this.lastFetch = { at: this.fetchedAt, error: null }
+        this.options.onFetch?.({
+          ok: true,
+          keys: jwks.keys.length,
+          retiredKids: retiredKids.map(([kid]) => kid),
+        })
       })
       .catch((error: unknown) => {
-        if (!this.abort.signal.aborted) this.options.onFetch?.({ ok: false, error })
+        if (this.abort.signal.aborted) return
+        this.lastFetch = { at: this.now(), error: fetchErrorText(error) }
+        this.options.onFetch?.({ ok: false, error })
       })
       .finally(() => {
         this.inflight = undefined
+        this.schedule()
       })
     return this.inflight
   }
 
+  /** The next timed refresh: max age after this fetch (and never within the cooldown). */
+  private schedule(): void {
+    clearTimeout(this.timer)
+    if (this.abort.signal.aborted) return
+    const delay = Math.min(
+      MAX_TIMER_MS,
+      Math.max(this.options.maxAgeMs, this.options.cooldownMs, MIN_TIMER_MS),
+    )
+    this.nextAt = this.now() + delay
+    this.timer = setTimeout(() => void this.refresh(), delay)
+    this.timer.unref()
+  }
+
   private coolingDown(): boolean {
     return this.now() - this.attemptedAt < this.options.cooldownMs
+  }
+
+  /** Whether the set last fetched holds this kid. */
+  hasKid(kid: string): boolean {
+    return this.kids.has(kid)
+  }
+
+  status(): KeySetStatus {
+    const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString())
+    return {
+      kids: [...this.kids.keys()],
+      lastFetchAt: iso(this.lastFetch?.at),
+      lastFetchError: this.lastFetch?.error ?? null,
+      nextRefreshAt: iso(this.nextAt),
+    }
   }
 
   /** A jose key resolver: finds the key for a token header, refetching once for an unknown kid. */
@@ -84,8 +162,10 @@ export class JwksKeySet {
     }
   }
 
-  /** Ends any fetch under way (the signer changed or the app closes). */
+  /** Ends any fetch under way and the refresh timer (the signer changed or the app closes). */
   close(): void {
     this.abort.abort()
+    clearTimeout(this.timer)
+    this.nextAt = undefined
   }
 }

@@ -2,7 +2,12 @@ import type { KeyObject } from 'node:crypto'
 import { parseSignerCertificate } from '../signers/certificate.js'
 import type { SignerRecord } from '../store/types.js'
 import type { JwksFetcher } from './jwks-fetch.js'
-import { JwksKeySet } from './jwks-key-set.js'
+import { fetchErrorText, JwksKeySet, type KeySetStatus } from './jwks-key-set.js'
+
+/** Where a signer's keys come from, and how fresh they are. */
+export interface SignerKeyStatus extends KeySetStatus {
+  source: 'certificate' | 'jwks'
+}
 
 /** A signer with its key material ready for verification. */
 export interface SignerEntry {
@@ -45,6 +50,7 @@ export class SignerKeys {
   private readonly byId = new Map<string, SignerEntry>()
   private readonly listeners: ((signerId: string) => void)[] = []
   private readonly pending = new Set<Promise<void>>()
+  private readonly retiredListeners: ((signerId: string, kids: string[]) => void)[] = []
 
   constructor(private readonly options: SignerKeysOptions) {}
 
@@ -56,6 +62,43 @@ export class SignerKeys {
   /** Called with a signer id whenever that signer's verification inputs change. */
   onInvalidate(listener: (signerId: string) => void): void {
     this.listeners.push(listener)
+  }
+
+  /** Called when a successful JWKS fetch no longer holds kids (or holds other keys under them). */
+  onKidsRetired(listener: (signerId: string, kids: string[]) => void): void {
+    this.retiredListeners.push(listener)
+  }
+
+  /** Whether a token signed with this kid can still verify with the signer's current keys. */
+  hasKid(signerId: string, kid: string): boolean {
+    const entry = this.byId.get(signerId)
+    if (!entry) return false
+    if (entry.certKey) return entry.signer.kid === kid
+    return entry.keySet?.hasKid(kid) ?? false
+  }
+
+  /** The key status of a signer, or undefined for an unknown id. */
+  status(signerId: string): SignerKeyStatus | undefined {
+    const entry = this.byId.get(signerId)
+    if (!entry) return undefined
+    if (entry.keySet) return { source: 'jwks', ...entry.keySet.status() }
+    const { kid } = entry.signer
+    return {
+      source: 'certificate',
+      kids: kid === null ? [] : [kid],
+      lastFetchAt: null,
+      lastFetchError: null,
+      nextRefreshAt: null,
+    }
+  }
+
+  /**
+   * Fetches a JWKS signer's keys now, whatever the cooldown (joining a fetch already under way),
+   * and answers the status once it ended. Undefined for an unknown id.
+   */
+  async refresh(signerId: string): Promise<SignerKeyStatus | undefined> {
+    await this.byId.get(signerId)?.keySet?.refresh()
+    return this.status(signerId)
   }
 
   get(issuer: string): SignerEntry | undefined {
@@ -131,7 +174,7 @@ export class SignerKeys {
   }
 
   apply(change: SignerChange): void {
-    if (change.type === 'delete') this.remove(change.signer.id)
+    if (change.type === 'delete') this.remove(change.signer.id)?.keySet?.close()
     else this.upsert(change.signer, change.previous)
     for (const listener of this.listeners) listener(change.signer.id)
   }
@@ -174,11 +217,14 @@ export class SignerKeys {
       cooldownMs,
       maxAgeMs,
       onFetch: (result) => {
-        if (result.ok) log.info({ signerId: signer.id, keys: result.keys }, 'jwks fetched')
-        else {
-          const reason = result.error instanceof Error ? result.error.message : String(result.error)
+        if (result.ok) {
+          const { keys, retiredKids } = result
+          log.info({ signerId: signer.id, keys, retiredKids }, 'jwks fetched')
+          if (retiredKids.length === 0) return
+          for (const listener of this.retiredListeners) listener(signer.id, retiredKids)
+        } else {
           log.warn(
-            { signerId: signer.id, reason },
+            { signerId: signer.id, reason: fetchErrorText(result.error) },
             'jwks fetch failed; keeping the keys already fetched',
           )
         }

@@ -22,6 +22,9 @@ export class VerifiedTokenCache {
   constructor(
     private readonly clock: () => Date,
     private readonly maxEntries = DEFAULT_CACHE_ENTRIES,
+    /** Whether the signer still holds the kid: a verification that ends after a refresh retired
+     * its key is not remembered (it would outlive the drop of that kid). */
+    private readonly isLive: (signerId: string, kid: string) => boolean = () => true,
   ) {}
 
   static key(token: string): string {
@@ -43,6 +46,7 @@ export class VerifiedTokenCache {
 
   set(key: string, entry: VerifiedEntry): void {
     this.entries.delete(key)
+    if (!this.isLive(entry.signerId, entry.kid)) return
     while (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value as string // the map is not empty here
       this.entries.delete(oldest)
@@ -54,6 +58,13 @@ export class VerifiedTokenCache {
   dropSigner(signerId: string): void {
     for (const [key, entry] of this.entries)
       if (entry.signerId === signerId) this.entries.delete(key)
+  }
+
+  /** Forgets every token verified with one of these kids of a signer (its provider retired them). */
+  dropKids(signerId: string, kids: string[]): void {
+    const retired = new Set(kids)
+    for (const [key, entry] of this.entries)
+      if (entry.signerId === signerId && retired.has(entry.kid)) this.entries.delete(key)
   }
 
   /** Forgets every token that named an identity (it changed or went away). */

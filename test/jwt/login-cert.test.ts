@@ -126,7 +126,7 @@ forEachStore(() => {
     })
 
     it('also works on the management API path, with an optional JSON body', async () => {
-      const { app, identityId } = await setup()
+      const { app, identityId, signerId } = await setup()
       const res = await app.inject({
         method: 'POST',
         url: '/edge/management/v1/authenticate?method=ext-jwt',
@@ -137,6 +137,24 @@ forEachStore(() => {
         payload: JSON.stringify({ sdkInfo: { type: 'test' }, envInfo: {} }),
       })
       expect(res.statusCode).toBe(200)
+      const { data, meta } = res.json()
+      expect(meta).toEqual({})
+      expect(data).toMatchObject({
+        identityId,
+        authenticatorId: `extJwtId:${signerId}`,
+        authQueries: [],
+        identity: { id: identityId, name: 'alice' },
+      })
+      const token = res.headers['zt-session'] as string
+      expect(data.token).toBe(token)
+      // The session is stored: the management API serves it to its token.
+      const current = await app.inject({
+        method: 'GET',
+        url: '/edge/management/v1/current-api-session',
+        headers: { 'zt-session': token },
+      })
+      expect(current.statusCode).toBe(200)
+      expect(current.json().data).toMatchObject({ id: data.id, identityId, token })
     })
 
     it('accepts typ at+jwt, an aud array, externalId and nested claims', async () => {
@@ -295,6 +313,17 @@ forEachStore(() => {
     it('refuses tokens of a signer whose certificate has expired', async () => {
       const s = await setup(expired)
       const res = await s.tryLogin(await sign(expired, claims(s.identityId)))
+      expect(res.statusCode).toBe(401)
+      expect(s.reasons().at(-1)).toBe('signer certificate is outside its validity window')
+    })
+
+    it('refuses tokens of a signer whose certificate is not valid yet', async () => {
+      const future = await makeCert({
+        notBefore: new Date('2099-01-01T00:00:00Z'),
+        notAfter: new Date('2100-01-01T00:00:00Z'),
+      })
+      const s = await setup(future)
+      const res = await s.tryLogin(await sign(future, claims(s.identityId)))
       expect(res.statusCode).toBe(401)
       expect(s.reasons().at(-1)).toBe('signer certificate is outside its validity window')
     })

@@ -51,6 +51,18 @@ describe('VerifiedTokenCache', () => {
     expect(cache.size).toBe(0)
   })
 
+  it('forgets the tokens of retired kids and never stores one whose kid is gone', () => {
+    const live = new Set(['s0/k', 's1/k'])
+    const cache = new VerifiedTokenCache(testClock(), 100, (s, kid) => live.has(`${s}/${kid}`))
+    for (let i = 0; i < 6; i++) cache.set(`k${i}`, entry(i))
+    expect(cache.size).toBe(4) // s2 holds no kid k
+    cache.dropKids('s0', ['k', 'other'])
+    expect(cache.size).toBe(2)
+    expect(cache.get('k1')).toBeDefined()
+    cache.dropKids('s1', ['other'])
+    expect(cache.size).toBe(2)
+  })
+
   it('keys by a hash, never the token itself', () => {
     const key = VerifiedTokenCache.key('header.payload.signature')
     expect(key).not.toContain('payload')

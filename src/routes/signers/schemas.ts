@@ -106,3 +106,17 @@ export const ClientSignerListEnvelopeSchema = Type.Object({
   data: Type.Array(ClientSignerSchema),
   meta: EmptyMetaSchema,
 })
+
+/** Where a signer's keys come from and how fresh they are, on this instance. */
+export const SignerKeyStatusSchema = Type.Object({
+  source: Type.Union([Type.Literal('certificate'), Type.Literal('jwks')]),
+  kids: Type.Array(Type.String()),
+  lastFetchAt: Nullable(TimestampSchema),
+  lastFetchError: Nullable(Type.String()),
+  nextRefreshAt: Nullable(TimestampSchema),
+})
+
+export const SignerKeyStatusEnvelopeSchema = Type.Object({
+  data: SignerKeyStatusSchema,
+  meta: EmptyMetaSchema,
+})

@@ -1,0 +1,85 @@
+import type { AddressInfo } from 'node:net'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { bearerChallenge, quote } from '../../src/jwt/challenge.js'
+import { buildTestApp, caller, login } from '../helpers/app.js'
+import { makeCert, type TestCert } from '../helpers/certs.js'
+
+const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
+/** What Node (RFC 9110 field-value) lets a header carry. */
+const VALID_HEADER = /^[\t\x20-\x7e\x80-\xff]*$/
+
+/** Reads a parameter of the challenge back into the stored values it lists. */
+function values(header: string, name: string): string[] {
+  const m = new RegExp(` ${name}="((?:[^"\\\\]|\\\\.)*)"`).exec(header)
+  if (!m?.[1]) return []
+  return m[1]
+    .replace(/\\(.)/g, '$1')
+    .split('|')
+    .map((v) => decodeURIComponent(v))
+}
+
+const STRANGE = [
+  'https://idp.example/😀',
+  'https://idp.example/\u0001bell\u0007',
+  'quote " and \\ backslash',
+  '100% | piped',
+  'café\u0085\u007f\ttab',
+  'lone \ud800 surrogate',
+]
+
+describe('quote', () => {
+  it.each(STRANGE)('yields a valid, reversible header value for %j', (value) => {
+    const quoted = quote(value)
+    expect(quoted).toMatch(VALID_HEADER)
+    const header = bearerChallenge('openziti-primary-ext-jwt', 'invalid', [
+      { id: 'a', issuer: value },
+    ])
+    expect(header).toMatch(VALID_HEADER)
+    expect(values(header, 'issuer')).toEqual([value.replace('\ud800', '\ufffd')])
+  })
+
+  it('leaves plain values as they are', () => {
+    expect(quote('https://login.corp.example/realms/a-b_c?x=1')).toBe(
+      'https://login.corp.example/realms/a-b_c?x=1',
+    )
+  })
+})
+
+let cert: TestCert
+beforeAll(async () => {
+  cert = await makeCert()
+})
+
+describe('a refused JWT login whatever the signers hold', () => {
+  it('answers 401 with a valid WWW-Authenticate header over a real socket', async () => {
+    const app = await buildTestApp()
+    const call = caller(app, await login(app))
+    const issuers = ['https://idp.example/😀', 'https://idp.example/\u0001ctl', 'https://plain']
+    for (const [i, issuer] of issuers.entries()) {
+      const res = await call('POST', '/edge/management/v1/external-jwt-signers', {
+        name: `s${i}`,
+        enabled: true,
+        issuer,
+        audience: 'ziti',
+        certPem: i === 0 ? cert.certPem : (await makeCert()).certPem,
+        kid: `kid-${i}`,
+      })
+      expect(res.statusCode).toBe(201)
+    }
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as AddressInfo // listening on TCP
+    for (const authorization of ['Bearer not.a.jwt', undefined]) {
+      const res = await fetch(`http://127.0.0.1:${port}${LOGIN}`, {
+        method: 'POST',
+        headers: authorization ? { authorization } : {},
+      })
+      expect(res.status).toBe(401)
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED')
+      // fetch reads header bytes as Latin-1, as Node wrote them.
+      const header = res.headers.get('www-authenticate') ?? ''
+      expect(header).toMatch(VALID_HEADER)
+      expect(header).toMatch(/^Bearer realm="openziti-primary-ext-jwt" error="(invalid|missing)"/)
+      expect(values(header, 'issuer').sort()).toEqual([...issuers].sort())
+    }
+  })
+})
