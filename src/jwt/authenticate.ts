@@ -47,7 +47,7 @@ function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): IdentityR
   const value = claimValue(claims, signer.claimsProperty)
   if (typeof value !== 'string' || value === '') {
     throw new JwtRejected(
-      'invalid',
+      'no_identity',
       `claim ${signer.claimsProperty} is not a non-empty string`,
       signer.id,
       kid,
@@ -56,9 +56,10 @@ function matchIdentity(verified: VerifiedJwt, lookup: IdentityLookup): IdentityR
   const identity = signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value)
   if (!identity) {
     const what = signer.useExternalId ? 'externalId' : 'id'
-    throw new JwtRejected('invalid', `no identity with that ${what}`, signer.id, kid)
+    throw new JwtRejected('no_identity', `no identity with that ${what}`, signer.id, kid)
   }
-  if (identity.disabled) throw new JwtRejected('invalid', 'identity is disabled', signer.id, kid)
+  if (identity.disabled)
+    throw new JwtRejected('identity_disabled', 'identity is disabled', signer.id, kid)
   return identity
 }
 
@@ -96,7 +97,7 @@ export class ExternalJwtVerifier {
       if (signer?.enabled && identity && !identity.disabled) {
         if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
           throw new JwtRejected(
-            'invalid',
+            'policy',
             'token is from another signer than the policy requires',
             signer.id,
             hit.kid,
@@ -127,7 +128,7 @@ export class ExternalJwtVerifier {
         const policy = this.lookup.policy(matched.identity.authPolicyId)
         const refusal = policy ? primaryRefusal(policy, matched.signer) : 'identity has no policy'
         if (refusal || !policy)
-          throw new JwtRejected('invalid', refusal ?? '', matched.signer.id, matched.kid)
+          throw new JwtRejected('policy', refusal ?? '', matched.signer.id, matched.kid)
         return { ...matched, policy }
       } catch (err) {
         if (!(err instanceof JwtRejected)) throw err
