@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
+import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
 import { installErrorHandling } from './routes/error-handler.js'
@@ -18,6 +19,7 @@ import {
 } from './routes/identities/index.js'
 import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
+import { signerToolRoutes } from './routes/signers/tools.js'
 import { createServices } from './services.js'
 import { type Db, openDatabase } from './store/db.js'
 
@@ -129,6 +131,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await app.register(signerRoutes, {
       prefix: `${m}/${path}`,
       ...signerRoutesOptions(signers, auth),
+    })
+    await app.register(signerToolRoutes, {
+      prefix: `${m}/${path}`,
+      auth: requireSession(auth, { admin: true }),
+      discover: services.discover,
     })
   }
   await app.register(identityRoutes, {

@@ -3,6 +3,7 @@ import { IdentityService } from './identities/identity-service.js'
 import { SessionService } from './identities/session-service.js'
 import { ExternalJwtVerifier } from './jwt/authenticate.js'
 import { JwksFetcher, type Resolver } from './jwt/jwks-fetch.js'
+import { discoverSigner } from './jwt/oidc-discovery.js'
 import { SignerKeys } from './jwt/signer-keys.js'
 import { urlRefusal } from './jwt/ssrf-policy.js'
 import { VerifiedTokenCache } from './jwt/verified-cache.js'
@@ -105,6 +106,7 @@ export function createServices(o: ServiceOptions) {
     identities,
     verifier,
     auth: { sessions, verifier, policyOf },
+    discover: (issuer: string) => discoverSigner(issuer, fetcher, fetchPolicy),
     allowsPrimary: (identity: IdentityRecord, method: 'updb') =>
       method === 'updb' && policyOf(identity)?.updbAllowed === true,
     close: async () => {
