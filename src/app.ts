@@ -136,6 +136,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       prefix: `${m}/${path}`,
       auth: requireSession(auth, { admin: true }),
       discover: services.discover,
+      explain: services.explain,
     })
   }
   await app.register(identityRoutes, {

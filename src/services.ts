@@ -2,6 +2,7 @@ import type { Config } from './config.js'
 import { IdentityService } from './identities/identity-service.js'
 import { SessionService } from './identities/session-service.js'
 import { ExternalJwtVerifier } from './jwt/authenticate.js'
+import { explainToken } from './jwt/explain.js'
 import { JwksFetcher, type Resolver } from './jwt/jwks-fetch.js'
 import { discoverSigner } from './jwt/oidc-discovery.js'
 import { SignerKeys } from './jwt/signer-keys.js'
@@ -107,6 +108,7 @@ export function createServices(o: ServiceOptions) {
     verifier,
     auth: { sessions, verifier, policyOf },
     discover: (issuer: string) => discoverSigner(issuer, fetcher, fetchPolicy),
+    explain: (token: string) => explainToken(token, verifier),
     allowsPrimary: (identity: IdentityRecord, method: 'updb') =>
       method === 'updb' && policyOf(identity)?.updbAllowed === true,
     close: async () => {

@@ -51,15 +51,18 @@ export type RefusalKind = (typeof REFUSAL_KINDS)[number]
 export class JwtRejected extends Error {
   override name = 'JwtRejected'
   readonly error: ChallengeError
+  /** The identity the token named, when the refusal came after it was found. */
+  readonly identityId: string | undefined
   constructor(
     readonly kind: RefusalKind,
     readonly reason: string,
     readonly signerId?: string,
     readonly kid?: string,
-    error?: ChallengeError,
+    extra: { identityId?: string; error?: ChallengeError } = {},
   ) {
     super(reason)
-    this.error = error ?? (kind === 'expired' || kind === 'missing' ? kind : 'invalid')
+    this.identityId = extra.identityId
+    this.error = extra.error ?? (kind === 'expired' || kind === 'missing' ? kind : 'invalid')
   }
 }
 
@@ -78,7 +81,7 @@ export interface VerifyOptions {
 function rejection(err: unknown, signerId: string, kid: string): JwtRejected {
   if (err instanceof JwtRejected) return err
   const reject = (kind: RefusalKind, reason: string, error?: ChallengeError) =>
-    new JwtRejected(kind, reason, signerId, kid, error)
+    new JwtRejected(kind, reason, signerId, kid, error ? { error } : {})
   if (err instanceof errors.JWTExpired) return reject('expired', 'token expired')
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'aud') return reject('audience', 'audience mismatch')
@@ -107,6 +110,11 @@ function rejection(err: unknown, signerId: string, kid: string): JwtRejected {
   )
 }
 
+/** Whether a string has the shape of a compact JWS (three base64url parts, the last maybe empty). */
+export function isCompactJws(token: string): boolean {
+  return /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
+}
+
 function inValidity(signer: SignerRecord, now: number, toleranceMs: number): boolean {
   if (signer.notBefore === null || signer.notAfter === null) return true
   return (
@@ -127,8 +135,7 @@ export async function verifyExternalJwt(
   expectedSignerId?: string,
 ): Promise<VerifiedJwt> {
   if (token.length > MAX_TOKEN_BYTES) throw new JwtRejected('malformed', 'token longer than 8 KiB')
-  if (!/^[\w-]+\.[\w-]+\.[\w-]*$/.test(token))
-    throw new JwtRejected('malformed', 'not a compact JWS')
+  if (!isCompactJws(token)) throw new JwtRejected('malformed', 'not a compact JWS')
   let iss: unknown
   let kid: unknown
   try {
