@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
+import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
 import { installErrorHandling } from './routes/error-handler.js'
@@ -19,6 +20,7 @@ import {
 import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
 import { signerKeyRoutes } from './routes/signers/keys.js'
+import { signerToolRoutes } from './routes/signers/tools.js'
 import { createServices } from './services.js'
 import { openStore } from './store/open-store.js'
 import type { Store } from './store/types.js'
@@ -149,6 +151,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       ...signerRoutesOptions(signers, auth),
     })
     await app.register(signerKeyRoutes, { prefix: `${m}/${path}`, keys: services.keys, auth })
+    await app.register(signerToolRoutes, {
+      prefix: `${m}/${path}`,
+      auth: requireSession(auth, { admin: true }),
+      discover: services.discover,
+      explain: services.explain,
+    })
   }
   await app.register(identityRoutes, {
     prefix: `${m}/identities`,

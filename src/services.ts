@@ -3,7 +3,9 @@ import type { Config } from './config.js'
 import { IdentityService } from './identities/identity-service.js'
 import { SessionService } from './identities/session-service.js'
 import { ExternalJwtVerifier } from './jwt/authenticate.js'
+import { explainToken } from './jwt/explain.js'
 import { JwksFetcher, type Resolver } from './jwt/jwks-fetch.js'
+import { discoverSigner } from './jwt/oidc-discovery.js'
 import { SignerKeys } from './jwt/signer-keys.js'
 import { urlRefusal } from './jwt/ssrf-policy.js'
 import { VerifiedTokenCache } from './jwt/verified-cache.js'
@@ -136,6 +138,8 @@ export async function createServices(o: ServiceOptions) {
       verifier,
       policyOf: (i: Parameters<typeof policies.policyOf>[0]) => policies.policyOf(i),
     },
+    discover: (issuer: string) => discoverSigner(issuer, fetcher, fetchPolicy),
+    explain: (token: string) => explainToken(token, verifier),
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {

@@ -50,7 +50,7 @@ async function matchIdentity(
   const value = claimValue(claims, signer.claimsProperty)
   if (typeof value !== 'string' || value === '') {
     throw new JwtRejected(
-      'invalid',
+      'no_identity',
       `claim ${signer.claimsProperty} is not a non-empty string`,
       signer.id,
       kid,
@@ -59,9 +59,13 @@ async function matchIdentity(
   const identity = await (signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value))
   if (!identity) {
     const what = signer.useExternalId ? 'externalId' : 'id'
-    throw new JwtRejected('invalid', `no identity with that ${what}`, signer.id, kid)
+    throw new JwtRejected('no_identity', `no identity with that ${what}`, signer.id, kid)
   }
-  if (identity.disabled) throw new JwtRejected('invalid', 'identity is disabled', signer.id, kid)
+  if (identity.disabled) {
+    throw new JwtRejected('identity_disabled', 'identity is disabled', signer.id, kid, {
+      identityId: identity.id,
+    })
+  }
   return identity
 }
 
@@ -99,7 +103,7 @@ export class ExternalJwtVerifier {
       if (signer?.enabled && identity && !identity.disabled) {
         if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
           throw new JwtRejected(
-            'invalid',
+            'policy',
             'token is from another signer than the policy requires',
             signer.id,
             hit.kid,
@@ -121,17 +125,33 @@ export class ExternalJwtVerifier {
     return { signer: verified.signer, identity, kid: verified.kid }
   }
 
+  /** The primary policy check: the identity's policy allows JWT login with this signer. */
+  private async allowPrimary(matched: Matched): Promise<Authenticated> {
+    const { signer, identity, kid } = matched
+    const policy = await this.lookup.policy(identity.authPolicyId)
+    const refusal = policy ? primaryRefusal(policy, signer) : 'identity has no policy'
+    if (refusal || !policy) {
+      throw new JwtRejected('policy', refusal ?? '', signer.id, kid, { identityId: identity.id })
+    }
+    return { ...matched, policy }
+  }
+
+  /**
+   * Every check of primary JWT login on one token, for explaining it: neither reads nor fills the
+   * verified-token cache, so login behaves as if this call never happened. Throws JwtRejected.
+   */
+  async check(token: string): Promise<Authenticated> {
+    const verified = await verifyExternalJwt(token, this.keys, this.options)
+    const identity = await matchIdentity(verified, this.lookup)
+    return this.allowPrimary({ signer: verified.signer, identity, kid: verified.kid })
+  }
+
   /** Primary authentication: the first token that matches an identity whose policy allows it. */
   async authenticate(tokens: string[]): Promise<Authenticated> {
     let failure: JwtRejected | undefined
     for (const token of tokens) {
       try {
-        const matched = await this.match(token)
-        const policy = await this.lookup.policy(matched.identity.authPolicyId)
-        const refusal = policy ? primaryRefusal(policy, matched.signer) : 'identity has no policy'
-        if (refusal || !policy)
-          throw new JwtRejected('invalid', refusal ?? '', matched.signer.id, matched.kid)
-        return { ...matched, policy }
+        return this.allowPrimary(await this.match(token))
       } catch (err) {
         if (!(err instanceof JwtRejected)) throw err
         if (!failure || (err.error === 'expired' && failure.error !== 'expired')) failure = err

@@ -17,6 +17,7 @@ export const MAX_JWKS_BYTES = 1024 * 1024
 const MAX_REDIRECTS = 3
 const JSON_TYPE = /^application\/(?:json|[\w.+-]+\+json)\s*(?:;.*)?$/i
 
+/** A guarded fetch refused by policy or by the rules on the answer (JWKS and discovery alike). */
 export class JwksFetchError extends Error {
   override name = 'JwksFetchError'
 }
@@ -71,16 +72,19 @@ async function readCapped(body: AsyncIterable<Uint8Array>): Promise<string> {
   return Buffer.concat(chunks).toString('utf8')
 }
 
-/** Fetches JWKS documents under the SSRF policy, with a timeout, a size cap and redirect checks. */
-export class JwksFetcher {
+/** Fetches JSON documents under the SSRF policy, with a timeout, a size cap and redirect checks. */
+export class GuardedJsonFetcher {
   private readonly agent: Agent
 
   constructor(private readonly options: JwksFetchOptions) {
     this.agent = guardedAgent(options.policy, options.resolver ?? systemResolver)
   }
 
-  /** Returns the key set, or throws JwksFetchError (or a network error) saying why not. */
-  async fetch(url: string, signal?: AbortSignal): Promise<JSONWebKeySet> {
+  /**
+   * Returns the parsed JSON body of a 200 answer with a JSON content type, or throws JwksFetchError
+   * (or a network error) saying why not. Each redirect target is checked like the first URL.
+   */
+  async fetchJson(url: string, accept: string, signal?: AbortSignal): Promise<unknown> {
     const timeout = AbortSignal.timeout(this.options.timeoutMs)
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout
     let target = url
@@ -91,7 +95,7 @@ export class JwksFetcher {
         dispatcher: this.agent,
         redirect: 'manual',
         signal: combined,
-        headers: { accept: 'application/jwk-set+json, application/json' },
+        headers: { accept },
       })
       if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
         await res.body?.cancel()
@@ -108,17 +112,11 @@ export class JwksFetcher {
         throw new JwksFetchError(`content type "${type}" is not JSON`)
       }
       const text = res.body ? await readCapped(res.body) : ''
-      let doc: unknown
       try {
-        doc = JSON.parse(text)
+        return JSON.parse(text)
       } catch {
         throw new JwksFetchError('body is not JSON')
       }
-      const keys = (doc as { keys?: unknown } | null)?.keys
-      if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'object' || k === null)) {
-        throw new JwksFetchError('body is not a JWK set')
-      }
-      return doc as JSONWebKeySet // checked: an object whose keys is an array of objects
     }
     throw new JwksFetchError(`more than ${MAX_REDIRECTS} redirects`)
   }
@@ -126,4 +124,26 @@ export class JwksFetcher {
   async close(): Promise<void> {
     await this.agent.close()
   }
+}
+
+/** Fetches JWK sets with the rules of GuardedJsonFetcher. */
+export class JwksFetcher extends GuardedJsonFetcher {
+  /** Returns the key set, or throws JwksFetchError (or a network error) saying why not. */
+  async fetch(url: string, signal?: AbortSignal): Promise<JSONWebKeySet> {
+    const doc = await this.fetchJson(url, 'application/jwk-set+json, application/json', signal)
+    const keys = (doc as { keys?: unknown } | null)?.keys // any JSON value; narrowed below
+    if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'object' || k === null)) {
+      throw new JwksFetchError('body is not a JWK set')
+    }
+    return doc as JSONWebKeySet // checked: an object whose keys is an array of objects
+  }
+}
+
+/** What went wrong in a guarded fetch, in a few words (network errors carry it in their cause). */
+export function fetchFailure(err: unknown): string {
+  if (err instanceof JwksFetchError) return err.message
+  if (err instanceof Error && err.name === 'TimeoutError') return 'timed out'
+  const cause = err instanceof Error ? err.cause : undefined
+  if (cause instanceof Error) return cause.message
+  return err instanceof Error ? err.message : 'unknown error'
 }

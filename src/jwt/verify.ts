@@ -28,16 +28,41 @@ export const MAX_TOKEN_BYTES = 8192
 /** How a failure is reported to the client: RFC 6750-style error of the challenge. */
 export type ChallengeError = 'missing' | 'invalid' | 'expired'
 
-/** A refused token: `error` goes to the client, `reason` only to the log. */
+/** Why a token was refused, as a stable label (metrics, tools); `missing` when there was none. */
+export const REFUSAL_KINDS = [
+  'missing',
+  'malformed',
+  'unknown_issuer',
+  'unknown_kid',
+  'bad_signature',
+  'expired',
+  'audience',
+  'no_identity',
+  'identity_disabled',
+  'policy',
+] as const
+
+export type RefusalKind = (typeof REFUSAL_KINDS)[number]
+
+/**
+ * A refused token: `error` goes to the client, `kind` labels it, `reason` says precisely why (for
+ * logs only). The client's error follows the kind (`expired`, `missing`, else `invalid`) unless given.
+ */
 export class JwtRejected extends Error {
   override name = 'JwtRejected'
+  readonly error: ChallengeError
+  /** The identity the token named, when the refusal came after it was found. */
+  readonly identityId: string | undefined
   constructor(
-    readonly error: ChallengeError,
+    readonly kind: RefusalKind,
     readonly reason: string,
     readonly signerId?: string,
     readonly kid?: string,
+    extra: { identityId?: string; error?: ChallengeError } = {},
   ) {
     super(reason)
+    this.identityId = extra.identityId
+    this.error = extra.error ?? (kind === 'expired' || kind === 'missing' ? kind : 'invalid')
   }
 }
 
@@ -52,34 +77,42 @@ export interface VerifyOptions {
   clockToleranceMs: number
 }
 
-/** Maps jose's error codes to log reasons, in one place. */
+/** Maps jose's errors to refusal kinds and log reasons, in one place. */
 function rejection(err: unknown, signerId: string, kid: string): JwtRejected {
-  const reject = (error: ChallengeError, reason: string) =>
-    new JwtRejected(error, reason, signerId, kid)
+  if (err instanceof JwtRejected) return err
+  const reject = (kind: RefusalKind, reason: string, error?: ChallengeError) =>
+    new JwtRejected(kind, reason, signerId, kid, error ? { error } : {})
   if (err instanceof errors.JWTExpired) return reject('expired', 'token expired')
   if (err instanceof errors.JWTClaimValidationFailed) {
-    if (err.claim === 'aud') return reject('invalid', 'audience mismatch')
-    if (err.claim === 'iss') return reject('invalid', 'issuer mismatch')
-    if (err.claim === 'nbf') return reject('invalid', 'token not yet valid (nbf)')
-    if (err.claim === 'exp') return reject('invalid', 'token has no exp claim')
-    return reject('invalid', `claim ${err.claim} ${err.reason}`)
+    if (err.claim === 'aud') return reject('audience', 'audience mismatch')
+    if (err.claim === 'iss') return reject('unknown_issuer', 'issuer mismatch')
+    // Outside its time window like an expired token, but a new token would not help yet.
+    if (err.claim === 'nbf') return reject('expired', 'token not yet valid (nbf)', 'invalid')
+    if (err.claim === 'exp') return reject('malformed', 'token has no exp claim')
+    return reject('malformed', `claim ${err.claim} ${err.reason}`)
   }
   if (err instanceof errors.JWSSignatureVerificationFailed)
-    return reject('invalid', 'signature does not verify')
-  if (err instanceof errors.JOSEAlgNotAllowed) return reject('invalid', 'algorithm not allowed')
+    return reject('bad_signature', 'signature does not verify')
+  if (err instanceof errors.JOSEAlgNotAllowed)
+    return reject('bad_signature', 'algorithm not allowed')
   if (err instanceof errors.JOSENotSupported)
-    return reject('invalid', 'unsupported algorithm or crit header')
+    return reject('malformed', 'unsupported algorithm or crit header')
   if (err instanceof errors.JWKSNoMatchingKey)
-    return reject('invalid', 'kid not found in the signer JWKS')
+    return reject('unknown_kid', 'kid not found in the signer JWKS')
   if (err instanceof errors.JWKSMultipleMatchingKeys)
-    return reject('invalid', 'several JWKS keys match the kid')
+    return reject('unknown_kid', 'several JWKS keys match the kid')
   if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid)
-    return reject('invalid', 'malformed token')
-  if (err instanceof TypeError) return reject('invalid', 'algorithm does not fit the key')
+    return reject('malformed', 'malformed token')
+  if (err instanceof TypeError) return reject('bad_signature', 'algorithm does not fit the key')
   return reject(
-    'invalid',
+    'bad_signature',
     `verification failed: ${err instanceof Error ? err.name : 'unknown error'}`,
   )
+}
+
+/** Whether a string has the shape of a compact JWS (three base64url parts, the last maybe empty). */
+export function isCompactJws(token: string): boolean {
+  return /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
 }
 
 function inValidity(signer: SignerRecord, now: number, toleranceMs: number): boolean {
@@ -101,36 +134,37 @@ export async function verifyExternalJwt(
   options: VerifyOptions,
   expectedSignerId?: string,
 ): Promise<VerifiedJwt> {
-  if (token.length > MAX_TOKEN_BYTES) throw new JwtRejected('invalid', 'token longer than 8 KiB')
-  if (!/^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)) throw new JwtRejected('invalid', 'not a compact JWS')
+  if (token.length > MAX_TOKEN_BYTES) throw new JwtRejected('malformed', 'token longer than 8 KiB')
+  if (!isCompactJws(token)) throw new JwtRejected('malformed', 'not a compact JWS')
   let iss: unknown
   let kid: unknown
   try {
     iss = decodeJwt(token).iss
     kid = decodeProtectedHeader(token).kid
   } catch {
-    throw new JwtRejected('invalid', 'malformed token')
+    throw new JwtRejected('malformed', 'malformed token')
   }
-  if (typeof iss !== 'string') throw new JwtRejected('invalid', 'token has no iss claim')
+  if (typeof iss !== 'string') throw new JwtRejected('malformed', 'token has no iss claim')
   const entry: SignerEntry | undefined = await keys.resolve(iss)
-  if (!entry?.signer.enabled) throw new JwtRejected('invalid', 'no enabled signer has this issuer')
+  if (!entry?.signer.enabled)
+    throw new JwtRejected('unknown_issuer', 'no enabled signer has this issuer')
   const { signer } = entry
   if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
     throw new JwtRejected(
-      'invalid',
+      'policy',
       'token is from another signer than the policy requires',
       signer.id,
     )
   }
   if (typeof kid !== 'string' || kid === '') {
-    throw new JwtRejected('invalid', 'token header has no kid', signer.id)
+    throw new JwtRejected('malformed', 'token header has no kid', signer.id)
   }
   if (entry.certKey && kid !== signer.kid)
-    throw new JwtRejected('invalid', 'kid does not match the signer', signer.id, kid)
+    throw new JwtRejected('unknown_kid', 'kid does not match the signer', signer.id, kid)
   const now = options.clock()
   if (!inValidity(signer, now.getTime(), options.clockToleranceMs)) {
     throw new JwtRejected(
-      'invalid',
+      'unknown_kid',
       'signer certificate is outside its validity window',
       signer.id,
       kid,
@@ -151,7 +185,7 @@ export async function verifyExternalJwt(
     else if (keySet) {
       const getKey: JWTVerifyGetKey = (header, input) => keySet.getKey(header, input)
       payload = (await jwtVerify(token, getKey, verifyOptions)).payload
-    } else throw new JwtRejected('invalid', 'signer has no key material', signer.id, kid)
+    } else throw new JwtRejected('unknown_kid', 'signer has no key material', signer.id, kid)
     return { signer, claims: payload, kid }
   } catch (err) {
     throw rejection(err, signer.id, kid)

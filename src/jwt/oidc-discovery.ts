@@ -1,0 +1,65 @@
+import { fieldError } from '../errors.js'
+import { fetchFailure, type GuardedJsonFetcher } from './jwks-fetch.js'
+import { type FetchPolicy, urlRefusal } from './ssrf-policy.js'
+
+/** The signer fields an OpenID provider's discovery document proposes. */
+export interface DiscoveredSigner {
+  issuer: string
+  jwksEndpoint: string
+  externalAuthUrl: string | null
+}
+
+/** Where OpenID Connect Discovery 1.0 (section 4) publishes an issuer's configuration. */
+export function discoveryUrl(issuer: string): string {
+  return `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
+}
+
+const MAX_URL = 2048 // a signer's jwksEndpoint and externalAuthUrl are at most this long
+
+function refuse(issuer: string, reason: string): Error {
+  return fieldError('INVALID_FIELD', 'issuer', reason, issuer)
+}
+
+/**
+ * Fetches `<issuer>/.well-known/openid-configuration` under the JWKS fetch rules and proposes a
+ * signer from it, creating nothing. The document must name exactly this issuer and a `jwks_uri`
+ * the controller may fetch from. Throws INVALID_FIELD (field `issuer`) saying what went wrong.
+ */
+export async function discoverSigner(
+  issuer: string,
+  fetcher: GuardedJsonFetcher,
+  policy: FetchPolicy,
+): Promise<DiscoveredSigner> {
+  const url = discoveryUrl(issuer)
+  let doc: unknown
+  try {
+    doc = await fetcher.fetchJson(url, 'application/json')
+  } catch (err) {
+    throw refuse(issuer, `discovery document ${url} could not be fetched: ${fetchFailure(err)}`)
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    throw refuse(issuer, 'the discovery document is not a JSON object')
+  }
+  const {
+    issuer: named,
+    jwks_uri: jwks,
+    authorization_endpoint: auth,
+  } = doc as Record<string, unknown> // a JSON object, read field by field below
+  if (named !== issuer) {
+    throw refuse(
+      issuer,
+      `the discovery document names issuer ${JSON.stringify(named)}, not exactly this one`,
+    )
+  }
+  if (typeof jwks !== 'string' || jwks === '' || jwks.length > MAX_URL) {
+    throw refuse(issuer, `the discovery document has no jwks_uri of 1 to ${MAX_URL} characters`)
+  }
+  const refused = urlRefusal(jwks, policy)
+  if (refused) throw refuse(issuer, `its jwks_uri ${jwks} may not be fetched from: ${refused}`)
+  return {
+    issuer,
+    jwksEndpoint: jwks,
+    externalAuthUrl:
+      typeof auth === 'string' && auth !== '' && auth.length <= MAX_URL ? auth : null,
+  }
+}

@@ -1,0 +1,147 @@
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { JwtRejected, REFUSAL_KINDS } from '../../src/jwt/verify.js'
+import { createServices } from '../../src/services.js'
+import { loopbackOnlyResolver, testClock, testConfig } from '../helpers/app.js'
+import { makeCert, type TestCert } from '../helpers/certs.js'
+import { signJwt, unsignedJwt } from '../helpers/jwt.js'
+import { openTestStore } from '../helpers/stores.js'
+
+const ISSUER = 'https://idp.kinds.example'
+const NOW = new Date('2026-11-22T08:00:00.000Z')
+const T = Math.floor(NOW.getTime() / 1000)
+
+let cert: TestCert
+let stranger: TestCert
+beforeAll(async () => {
+  ;[cert, stranger] = await Promise.all([makeCert(), makeCert()])
+})
+
+/** The real services on a fresh in-memory store, without Fastify: one signer, three identities. */
+async function setup() {
+  const store = await openTestStore('sqlite')
+  onTestFinished(() => store.close())
+  const log = { info: () => {}, warn: () => {}, error: () => {} }
+  const services = await createServices({
+    store,
+    config: testConfig(),
+    clock: testClock(NOW.toISOString()),
+    log,
+    resolver: loopbackOnlyResolver,
+  })
+  const signer = await services.signers.create({
+    name: 'kinds',
+    enabled: true,
+    issuer: ISSUER,
+    audience: 'ziti',
+    certPem: cert.certPem,
+    kid: 'k1',
+  })
+  const alice = await services.identities.create({ name: 'alice' })
+  const bob = await services.identities.create({ name: 'bob', disabled: true })
+  const noJwt = await services.policies.create({
+    name: 'password only',
+    primary: {
+      cert: { allowed: false },
+      updb: { allowed: true },
+      extJwt: { allowed: false, allowedSigners: [] },
+    },
+    secondary: { requireTotp: false, requireExtJwtSigner: null },
+  })
+  const carol = await services.identities.create({ name: 'carol', authPolicyId: noJwt.id })
+  return {
+    ids: { alice: alice.id, bob: bob.id, carol: carol.id, signer: signer.id },
+    async refusal(tokens: string[]): Promise<JwtRejected> {
+      try {
+        await services.verifier.authenticate(tokens)
+      } catch (err) {
+        if (err instanceof JwtRejected) return err
+        throw err
+      }
+      throw new Error('the token was accepted')
+    },
+    async accepted(token: string) {
+      return (await services.verifier.authenticate([token])).identity.id
+    },
+    close: async () => {
+      await services.close()
+    },
+  }
+}
+
+const sign = (claims: Record<string, unknown>, over: { kid?: string; key?: TestCert } = {}) =>
+  signJwt(
+    (over.key ?? cert).privateKey,
+    { iss: ISSUER, aud: 'ziti', ...claims },
+    {
+      kid: over.kid ?? 'k1',
+      now: NOW,
+    },
+  )
+
+describe('refusal kinds', () => {
+  it('labels every refusal with one stable kind, and keeps the precise reason', async () => {
+    const s = await setup()
+    const { alice, bob, carol } = s.ids
+    const cases: [string[], string, string, string][] = [
+      [[], 'missing', 'missing', 'no bearer token'],
+      [['not-a-jwt'], 'malformed', 'invalid', 'not a compact JWS'],
+      [
+        [unsignedJwt({ iss: ISSUER, sub: alice }, { kid: 'k1' })],
+        'bad_signature',
+        'invalid',
+        'algorithm not allowed',
+      ],
+      [
+        [await sign({ sub: alice, iss: 'https://nobody.example' })],
+        'unknown_issuer',
+        'invalid',
+        'no enabled signer has this issuer',
+      ],
+      [
+        [await sign({ sub: alice }, { kid: 'k2' })],
+        'unknown_kid',
+        'invalid',
+        'kid does not match the signer',
+      ],
+      [
+        [await sign({ sub: alice }, { key: stranger })],
+        'bad_signature',
+        'invalid',
+        'signature does not verify',
+      ],
+      [[await sign({ sub: alice, exp: T - 3600 })], 'expired', 'expired', 'token expired'],
+      [
+        [await sign({ sub: alice, nbf: T + 3600 })],
+        'expired',
+        'invalid',
+        'token not yet valid (nbf)',
+      ],
+      [[await sign({ sub: alice, aud: 'other' })], 'audience', 'invalid', 'audience mismatch'],
+      [[await sign({ sub: 'nobody' })], 'no_identity', 'invalid', 'no identity with that id'],
+      [[await sign({ sub: bob })], 'identity_disabled', 'invalid', 'identity is disabled'],
+      [[await sign({ sub: carol })], 'policy', 'invalid', 'policy does not allow JWT login'],
+    ]
+    const seen = new Set<string>()
+    for (const [tokens, kind, error, reason] of cases) {
+      const refused = await s.refusal(tokens)
+      expect({ kind: refused.kind, error: refused.error, reason: refused.reason }).toEqual({
+        kind,
+        error,
+        reason,
+      })
+      seen.add(refused.kind)
+    }
+    expect([...seen].sort()).toEqual([...REFUSAL_KINDS].sort())
+    expect(await s.accepted(await sign({ sub: alice }))).toBe(alice)
+    await s.close()
+  })
+
+  it('labels a token without exp or kid as malformed', async () => {
+    const s = await setup()
+    const noExp = await sign({ sub: s.ids.alice, exp: undefined })
+    const noKid = await signJwt(cert.privateKey, { iss: ISSUER, aud: 'ziti', sub: s.ids.alice })
+    expect((await s.refusal([noExp])).kind).toBe('malformed')
+    expect((await s.refusal([noKid])).kind).toBe('malformed')
+    await s.close()
+  })
+})
