@@ -18,6 +18,7 @@ import {
 } from './routes/identities/index.js'
 import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
+import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
 import { type Db, openDatabase } from './store/db.js'
 
@@ -125,6 +126,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   const m = MANAGEMENT_PREFIX
   await app.register(healthRoutes, { db })
+  await app.register(versionRoutes, { clientPath: CLIENT_PREFIX, managementPath: m })
   for (const path of ['external-jwt-signers', 'ext-jwt-signers']) {
     await app.register(signerRoutes, {
       prefix: `${m}/${path}`,

@@ -373,6 +373,20 @@ describe.skipIf(!SPEC_AVAILABLE)('responses conform to the edge API specificatio
     )
   })
 
+  it('version discovery on every path, for both APIs', async () => {
+    const app = await buildTestApp()
+    for (const url of ['/version', '/edge/client/v1/version', `${M}/version`]) {
+      await expectContract(app, client, '/version', { method: 'GET', url }, 200)
+      const body = await expectContract(app, management, '/version', { method: 'GET', url }, 200)
+      // The spec's version definition allows any map: check the APIs the CLI and console read.
+      expect(Object.keys(body.data.apiVersions).sort()).toEqual([
+        'edge',
+        'edge-client',
+        'edge-management',
+      ])
+    }
+  })
+
   it('has a validator that rejects a body missing a required field', async () => {
     const app = await buildTestApp()
     const headers = { 'zt-session': await login(app) }
