@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { AppError } from '../../errors.js'
-import { errorResponses } from '../common-schemas.js'
+import { ErrorEnvelopeSchema } from '../common-schemas.js'
 
 export interface CaCertsRoutesOptions {
   /** The chain of the API as base64 PKCS#7 (see `pkcs7CertsOnly`); undefined over plain HTTP. */
@@ -18,10 +18,15 @@ const caCertsRoutes: FastifyPluginAsyncTypebox<CaCertsRoutesOptions> = async (ap
     {
       schema: {
         tags: ['Informational'],
-        produces: ['application/pkcs7-mime'],
         response: {
-          200: Type.String({ description: 'base64 DER of a PKCS#7 certs-only SignedData' }),
-          ...errorResponses(404),
+          200: {
+            description: 'base64 DER of a PKCS#7 certs-only SignedData',
+            content: { 'application/pkcs7-mime': { schema: Type.String() } },
+          },
+          404: {
+            description: 'Not served over plain HTTP',
+            content: { 'application/json': { schema: ErrorEnvelopeSchema } },
+          },
         },
       },
     },
