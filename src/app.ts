@@ -9,6 +9,8 @@ import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
 import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
+import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
+import caCertsRoutes from './routes/cacerts/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
 import { installErrorHandling } from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
@@ -21,6 +23,7 @@ import sessionRoutes from './routes/sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
 import { signerKeyRoutes } from './routes/signers/keys.js'
 import { signerToolRoutes } from './routes/signers/tools.js'
+import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
 import { openStore } from './store/open-store.js'
 import type { Store } from './store/types.js'
@@ -33,6 +36,8 @@ export interface BuildAppOptions {
   store?: Store
   clock?: () => Date
   https?: { cert: Buffer; key: Buffer }
+  /** The PEM chain `/.well-known/est/cacerts` offers over HTTPS (default: the chain in `https.cert`). */
+  caPem?: string
   /** JWKS fetch timeout (5 s unless a test needs it shorter). */
   jwksFetchTimeoutMs?: number
   /** Name resolution for JWKS fetches (tests inject one so nothing leaves loopback). */
@@ -56,6 +61,10 @@ export const CLIENT_PREFIX = '/edge/client/v1'
 /** Builds the controller: every server option, plugin and route, ready to inject or listen. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config } = options
+  // Converted first: a bundle that holds no certificate stops the build before anything opens.
+  const pkcs7 = options.https
+    ? pkcs7CertsOnly(options.caPem ?? options.https.cert.toString('utf8'))
+    : undefined
   const clock = options.clock ?? (() => new Date())
   const logger =
     options.logger === undefined
@@ -145,6 +154,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   const m = MANAGEMENT_PREFIX
   await app.register(healthRoutes, { ping: services.health })
+  await app.register(versionRoutes, { clientPath: CLIENT_PREFIX, managementPath: m })
+  await app.register(caCertsRoutes, { pkcs7 })
   for (const path of ['external-jwt-signers', 'ext-jwt-signers']) {
     await app.register(signerRoutes, {
       prefix: `${m}/${path}`,

@@ -16,6 +16,8 @@ export interface Config {
   logLevel: LogLevel
   tlsCertPath: string | undefined
   tlsKeyPath: string | undefined
+  /** PEM bundle that `/.well-known/est/cacerts` offers; unset: the chain in the certificate file. */
+  tlsCaPath: string | undefined
   jwtClockToleranceMs: number
   jwksCooldownMs: number
   jwksMaxAgeMs: number
@@ -46,6 +48,7 @@ export const DEFAULT_CONFIG: Config = {
   logLevel: 'info',
   tlsCertPath: undefined,
   tlsKeyPath: undefined,
+  tlsCaPath: undefined,
   jwtClockToleranceMs: 30_000,
   jwksCooldownMs: 5_000,
   jwksMaxAgeMs: 10 * 60_000,
@@ -113,6 +116,10 @@ export function loadConfig(env: Env): Config {
         : ['CTRL_TLS_CERT', 'CTRL_TLS_KEY']
     throw new ConfigError(`${set}: needs ${missing} as well to serve HTTPS`)
   }
+  const tlsCaPath = read(env, 'CTRL_TLS_CA')
+  if (tlsCaPath !== undefined && tlsCertPath === undefined) {
+    throw new ConfigError('CTRL_TLS_CA: applies only with CTRL_TLS_CERT and CTRL_TLS_KEY (HTTPS)')
+  }
   const adminUser = read(env, 'CTRL_ADMIN_USER') ?? DEFAULT_CONFIG.adminUser
   if (adminUser.length > 255) throw new ConfigError('CTRL_ADMIN_USER: at most 255 characters')
   const adminPassword = env.CTRL_ADMIN_PASSWORD === '' ? undefined : env.CTRL_ADMIN_PASSWORD
@@ -141,6 +148,7 @@ export function loadConfig(env: Env): Config {
     logLevel: logLevel as LogLevel, // checked against LOG_LEVELS above
     tlsCertPath,
     tlsKeyPath,
+    tlsCaPath,
     jwtClockToleranceMs: duration(
       env,
       'CTRL_JWT_CLOCK_TOLERANCE',

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>
@@ -27,9 +28,26 @@ async function main(): Promise<void> {
     }
   }
 
+  let caPem: string | undefined
+  if (https) {
+    const source = config.tlsCaPath ?? config.tlsCertPath
+    const name = config.tlsCaPath ? 'CTRL_TLS_CA' : 'CTRL_TLS_CERT'
+    try {
+      caPem = config.tlsCaPath
+        ? readFileSync(config.tlsCaPath, 'utf8')
+        : https.cert.toString('utf8')
+      pkcs7CertsOnly(caPem)
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err)
+      process.stderr.write(`invalid setting: ${name}: ${source}: ${reason}\n`)
+      process.exit(1)
+    }
+  }
+
   const app = await buildApp({
     config,
     ...(https ? { https } : {}),
+    ...(caPem === undefined ? {} : { caPem }),
     onGeneratedAdminPassword: (name, password) => {
       process.stderr.write(
         `created admin identity "${name}" with generated password: ${password}\n` +

@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       CTRL_LOG_LEVEL: 'debug',
       CTRL_TLS_CERT: 'c.pem',
       CTRL_TLS_KEY: 'k.pem',
+      CTRL_TLS_CA: 'ca.pem',
       CTRL_JWT_CLOCK_TOLERANCE: '0',
     })
     expect(c).toMatchObject({
@@ -39,6 +40,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       tlsCertPath: 'c.pem',
       tlsKeyPath: 'k.pem',
+      tlsCaPath: 'ca.pem',
       jwtClockToleranceMs: 0,
     })
   })
@@ -52,6 +54,7 @@ describe('loadConfig', () => {
     ['CTRL_SESSION_TIMEOUT', '-5m'],
     ['CTRL_LOG_LEVEL', 'loud'],
     ['CTRL_TLS_CERT', 'only-cert.pem'],
+    ['CTRL_TLS_CA', 'ca-without-tls.pem'],
     ['CTRL_ADMIN_PASSWORD', 'short'],
     ['CTRL_JWKS_ALLOW_HTTP', 'maybe'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {

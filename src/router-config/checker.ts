@@ -48,7 +48,9 @@ const describe = (n: TNode): string =>
       ? 'a list'
       : n.value === null
         ? 'empty'
-        : `${typeof n.value} ${JSON.stringify(n.value)}`
+        : n.float !== undefined
+          ? `float ${n.float}`
+          : `${typeof n.value} ${JSON.stringify(n.value)}`
 
 interface IntRule {
   def?: number
@@ -179,7 +181,12 @@ export class Checker {
         : rule.min !== undefined
           ? `an integer of at least ${rule.min}`
           : 'an integer'
-    if (node.kind !== 'scalar' || typeof node.value !== 'number' || !Number.isInteger(node.value)) {
+    if (
+      node.kind !== 'scalar' ||
+      typeof node.value !== 'number' ||
+      !Number.isInteger(node.value) ||
+      node.float !== undefined
+    ) {
       this.error(
         p,
         node.pos,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
 import { checkRouterConfig, type Problem } from './index.js'
 import { INIT_TEMPLATE } from './init-template.js'
@@ -6,6 +7,7 @@ import { INIT_TEMPLATE } from './init-template.js'
 const USAGE = `usage:
   router-config check FILE [--strict] [--json] [--print] [--check-files]
   router-config init
+  router-config --help
 
 check   prints each problem (to stdout; to stderr with --print) as FILE:LINE:COL: error|warning: PATH: MESSAGE; exits 0 without errors,
         1 with errors, 2 when the file cannot be read
@@ -15,6 +17,14 @@ check   prints each problem (to stdout; to stderr with --print) as FILE:LINE:COL
   --check-files  checks that identity files exist and hold the PEM they should
 init    writes a complete standard configuration to stdout`
 
+const OPTIONS = {
+  strict: { type: 'boolean' },
+  json: { type: 'boolean' },
+  print: { type: 'boolean' },
+  'check-files': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
 /** Runs the command; returns the exit status. Output goes through the given writers. */
 export function run(
   args: string[],
@@ -22,21 +32,37 @@ export function run(
   out: (s: string) => void,
   err: (s: string) => void,
 ): number {
-  const [command, ...rest] = args
-  if (command === 'init' && rest.length === 0) {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true })
+  } catch (e) {
+    // parseArgs throws a TypeError naming the unknown option or the bad value.
+    err(`router-config: ${(e as Error).message}\n${USAGE}\n`)
+    return 2
+  }
+  const { values: flags, positionals } = parsed
+  if (flags.help) {
+    out(`${USAGE}\n`)
+    return 0
+  }
+  const [command, file, ...extra] = positionals
+  const anyFlag = flags.strict || flags.json || flags.print || flags['check-files']
+  if (command === 'init' && file === undefined && !anyFlag) {
     out(INIT_TEMPLATE)
     return 0
   }
-  const flags = new Set(rest.filter((a) => a.startsWith('--')))
-  const files = rest.filter((a) => !a.startsWith('--'))
-  const unknown = [...flags].filter(
-    (f) => !['--strict', '--json', '--print', '--check-files'].includes(f),
-  )
-  if (command !== 'check' || files.length !== 1 || unknown.length > 0) {
-    err(`${unknown.length > 0 ? `unknown option ${unknown.join(', ')}\n` : ''}${USAGE}\n`)
+  if (command !== 'check' || file === undefined || extra.length > 0) {
+    const problem =
+      command === undefined
+        ? 'a command is required'
+        : command === 'init'
+          ? 'init takes no file and no option'
+          : command !== 'check'
+            ? `unknown command "${command}"`
+            : 'check takes exactly one file'
+    err(`router-config: ${problem}\n${USAGE}\n`)
     return 2
   }
-  const file = files[0] as string
   let text: string
   try {
     text = readFileSync(file, 'utf8')
@@ -46,22 +72,22 @@ export function run(
     )
     return 2
   }
-  const result = checkRouterConfig(text, env, { checkFiles: flags.has('--check-files') })
-  const strict = flags.has('--strict')
+  const result = checkRouterConfig(text, env, { checkFiles: flags['check-files'] === true })
+  const strict = flags.strict === true
   const errors = strict ? [...result.errors, ...result.warnings] : result.errors
   const warnings = strict ? [] : result.warnings
   const valid = errors.length === 0
-  if (flags.has('--json')) {
+  if (flags.json) {
     const body: Record<string, unknown> = { valid, errors, warnings }
-    if (flags.has('--print')) body.config = result.config ?? null
+    if (flags.print) body.config = result.config ?? null
     out(`${JSON.stringify(body, null, 2)}\n`)
   } else {
     const line = (kind: string) => (p: Problem) =>
       `${file}:${p.line}:${p.column}: ${kind}: ${p.path || '(file)'}: ${p.message}\n`
     // Problems go to stdout, unless stdout carries the printed configuration.
-    const report = flags.has('--print') ? err : out
+    const report = flags.print ? err : out
     for (const p of [...errors.map(line('error')), ...warnings.map(line('warning'))]) report(p)
-    if (flags.has('--print') && result.config) out(stringify(result.config))
+    if (flags.print && result.config) out(stringify(result.config))
   }
   return valid ? 0 : 1
 }

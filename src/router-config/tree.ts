@@ -1,4 +1,14 @@
-import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml'
+import {
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseAllDocuments,
+  type Scalar,
+  type Schema,
+} from 'yaml'
 
 /** Where something is in the file: 1-based line and column. */
 export interface Pos {
@@ -10,7 +20,14 @@ export interface Pos {
 export type TNode =
   | { kind: 'map'; pos: Pos; entries: Map<string, { keyPos: Pos; value: TNode }> }
   | { kind: 'seq'; pos: Pos; items: TNode[] }
-  | { kind: 'scalar'; pos: Pos; value: string | number | boolean | null; quoted: boolean }
+  | {
+      kind: 'scalar'
+      pos: Pos
+      value: string | number | boolean | null
+      quoted: boolean
+      /** The source text of a YAML float (`3.0`, `1e3`, `!!float 3`): a number, never an integer. */
+      float?: string
+    }
 
 export interface RawProblem {
   path: string
@@ -87,6 +104,19 @@ export function expandEnv(
     }
   }
   return out + s.slice(i)
+}
+
+const FLOAT_TAG = 'tag:yaml.org,2002:float'
+
+/**
+ * The tag a scalar resolved to: its explicit tag, or the first default tag whose test matches its
+ * source, as the yaml package itself resolves plain scalars (the value alone cannot tell 3.0 from 3).
+ */
+function tagOf(node: Scalar, tags: Schema['tags']): string | undefined {
+  if (node.tag) return node.tag
+  const source = node.source
+  if (typeof source !== 'string' || node.type !== 'PLAIN') return undefined
+  return tags.find((t) => t.default === true && t.test?.test(source))?.tag
 }
 
 /** Turns YAML source text into a positioned tree: YAML 1.1 scalars, first document only. */
@@ -178,6 +208,9 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       let value = node.value
       if (typeof value === 'bigint') value = Number(value)
       if (value instanceof Date) value = node.source ?? value.toISOString()
+      // The yaml package leaves `!!float 3` a string (its 1.1 float forms need a dot); Go reads 3.0.
+      if (node.tag === FLOAT_TAG && typeof value === 'string' && /^[-+]?[0-9][0-9_]*$/.test(value))
+        value = Number(value.replaceAll('_', ''))
       if (typeof value === 'string') {
         value = expandEnv(value, env, (name) =>
           warnings.push({
@@ -191,12 +224,15 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
         typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
           ? value
           : null
-      return {
+      const out: TNode = {
         kind: 'scalar',
         pos,
         value: scalar,
         quoted: node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE',
       }
+      if (typeof scalar === 'number' && tagOf(node, doc.schema.tags) === FLOAT_TAG)
+        out.float = node.source ?? String(scalar)
+      return out
     }
     return { kind: 'scalar', pos, value: null, quoted: false }
   }

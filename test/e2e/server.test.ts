@@ -1,11 +1,13 @@
+import 'reflect-metadata'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { X509Certificate, X509Certificates } from '@peculiar/x509'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { makeServerCert } from '../helpers/certs.js'
+import { makeCert, makeServerCert } from '../helpers/certs.js'
 
 const root = new URL('../../', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-e2e-'))
@@ -144,6 +146,50 @@ describe('the built server', () => {
         .end()
     })
     expect(status).toBe(200)
+    expect(await stop(s)).toBe(0)
+  })
+
+  it('offers the CTRL_TLS_CA bundle at /.well-known/est/cacerts; an unreadable or empty one is exit 1', async () => {
+    const { certPem, keyPem } = await makeServerCert()
+    const ca = await makeCert({ cn: 'operator ca' })
+    const tls = { CTRL_TLS_CERT: join(dir, 'ca-tls.crt'), CTRL_TLS_KEY: join(dir, 'ca-tls.key') }
+    writeFileSync(tls.CTRL_TLS_CERT, certPem)
+    writeFileSync(tls.CTRL_TLS_KEY, keyPem)
+    writeFileSync(join(dir, 'bundle.pem'), ca.certPem)
+    writeFileSync(join(dir, 'empty.pem'), '')
+    for (const bad of ['missing.pem', 'empty.pem']) {
+      const child = spawn(process.execPath, ['dist/src/server.js'], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '', ...tls, CTRL_TLS_CA: join(dir, bad) },
+      })
+      let err = ''
+      child.stderr.on('data', (d) => {
+        err += d
+      })
+      const [code] = await once(child, 'exit')
+      expect(code).toBe(1)
+      expect(err.trim().split('\n')).toHaveLength(1)
+      expect(err).toContain('CTRL_TLS_CA')
+    }
+    const s = await start({
+      CTRL_DB: ':memory:',
+      CTRL_ADMIN_PASSWORD: 'tls-admin-password',
+      ...tls,
+      CTRL_TLS_CA: join(dir, 'bundle.pem'),
+    })
+    const body = await new Promise<string>((resolve, reject) => {
+      request(`${s.base}/.well-known/est/cacerts`, { ca: certPem }, (res) => {
+        let text = ''
+        res.on('data', (d) => {
+          text += d
+        })
+        res.on('end', () => resolve(text))
+      })
+        .on('error', reject)
+        .end()
+    })
+    const served = [...new X509Certificates(body)].map((c) => c.toString('pem'))
+    expect(served).toEqual([new X509Certificate(ca.certPem).toString('pem')])
     expect(await stop(s)).toBe(0)
   })
 })

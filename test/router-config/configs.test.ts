@@ -205,6 +205,45 @@ describe('router-config command', () => {
     expect(exec('check', 'x', '--bogus').status).toBe(2)
   })
 
+  it.each([
+    [['check', 'x.yml', '--bogus'], '--bogus'],
+    [['check', 'x.yml', '-x'], '-x'],
+    [['check', 'x.yml', '--strict=yes'], '--strict'],
+    [['init', '--json'], 'init'],
+    [['init', 'extra.yml'], 'init'],
+    [['check', 'a.yml', 'b.yml'], 'one file'],
+    [['verify', 'x.yml'], 'verify'],
+    [[], 'command'],
+  ])(
+    '%j is bad usage: exit 2, the reason and the usage on stderr, nothing on stdout',
+    (args, named) => {
+      const { status, out, err } = exec(...args)
+      expect(status).toBe(2)
+      expect(out).toBe('')
+      expect(err.split('\n')[0]).toContain(named)
+      expect(err).toContain('usage:')
+    },
+  )
+
+  it('--help and -h print the usage and exit 0', () => {
+    for (const flag of ['--help', '-h']) {
+      const { status, out } = exec(flag)
+      expect(status).toBe(0)
+      expect(out).toMatch(/^usage:/)
+    }
+  })
+
+  it('takes options before or after the command and the file, and -- ends the options', () => {
+    const path = file(
+      'order.yml',
+      'v: 3\nidentity: {cert: c, key: k}\nctrl: {endpoint: "tls:c:1"}\n',
+    )
+    expect(exec('check', '--strict', path).status).toBe(1)
+    const named = exec('--json', 'check', '--', path)
+    expect(named.status).toBe(0)
+    expect(JSON.parse(named.out).valid).toBe(true)
+  })
+
   it('--json gives valid, errors and warnings with path, line, column and message', () => {
     const path = file(
       'j.yml',

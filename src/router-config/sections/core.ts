@@ -17,6 +17,8 @@ export function checkVersion(c: Checker, root: MapNode): void {
     )
   } else if (v.kind === 'scalar' && typeof v.value === 'string') {
     c.error('v', v.pos, `v must be the integer 3, not the string "${v.value}" (remove the quotes)`)
+  } else if (v.kind === 'scalar' && v.float !== undefined) {
+    c.error('v', v.pos, `v must be the integer 3, not the float ${v.float} (write 3)`)
   } else if (v.kind !== 'scalar' || typeof v.value !== 'number' || !Number.isInteger(v.value)) {
     c.error('v', v.pos, 'v must be the integer 3')
   } else if (v.value !== 3) {
