@@ -9,7 +9,12 @@ import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
-import { installErrorHandling } from './routes/error-handler.js'
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  installErrorHandling,
+  requireHost,
+} from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
 import {
   identityPasswordRoutes,
@@ -60,18 +65,27 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         ? false
         : { ...options.logger, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
 
+  // Node answers a request without Host with an empty 400; the onRequest hook answers it instead.
+  const nodeServer = { requireHostHeader: false }
+  const nextId = requestIds()
   const app = Fastify({
     logger,
-    ...(options.https ? { https: options.https } : {}),
+    ...(options.https ? { https: { ...options.https, ...nodeServer } } : { http: nodeServer }),
     bodyLimit: 1024 * 1024,
     // One access-log line per request comes from the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: requestIds(),
+    genReqId: nextId,
     requestTimeout: 30_000,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    frameworkErrors,
+    clientErrorHandler(err, socket) {
+      answerClientError(err, socket)
+    },
   }).withTypeProvider<TypeBoxTypeProvider>()
+  const answerClientError = clientErrorHandler(nextId, app.log)
 
   installErrorHandling(app)
+  app.addHook('onRequest', async (request) => requireHost(request))
   app.decorateRequest('auth', null)
 
   // An empty JSON body reads as "no body": login accepts a bare POST with only a bearer token.
