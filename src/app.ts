@@ -65,8 +65,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         ? false
         : { ...options.logger, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
 
-  // Node answers a request without Host with an empty 400; the onRequest hook answers it instead.
-  const nodeServer = { requireHostHeader: false }
+  const nodeServer = {
+    // Node answers a request without Host with an empty 400; the onRequest hook answers instead.
+    requireHostHeader: false,
+    // Given at creation: Node checks these deadlines every connectionsCheckingInterval (30 s
+    // unless set), so a slow client would be cut up to that much late.
+    headersTimeout: Math.ceil(config.httpHeadersTimeoutMs),
+    requestTimeout: Math.ceil(config.httpRequestTimeoutMs),
+    connectionsCheckingInterval: 500,
+  }
   const nextId = requestIds()
   const app = Fastify({
     logger,
@@ -75,7 +82,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // One access-log line per request comes from the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,
-    requestTimeout: 30_000,
+    requestTimeout: nodeServer.requestTimeout,
+    keepAliveTimeout: Math.ceil(config.httpKeepAliveTimeoutMs),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
     frameworkErrors,
     clientErrorHandler(err, socket) {

@@ -13,6 +13,9 @@ describe('loadConfig', () => {
       adminUser: 'admin',
       sessionTimeoutMs: 1_800_000,
       logLevel: 'info',
+      httpHeadersTimeoutMs: 10_000,
+      httpRequestTimeoutMs: 30_000,
+      httpKeepAliveTimeoutMs: 5_000,
     })
   })
 
@@ -28,6 +31,9 @@ describe('loadConfig', () => {
       CTRL_TLS_CERT: 'c.pem',
       CTRL_TLS_KEY: 'k.pem',
       CTRL_JWT_CLOCK_TOLERANCE: '0',
+      CTRL_HTTP_HEADERS_TIMEOUT: '2s',
+      CTRL_HTTP_REQUEST_TIMEOUT: '1m',
+      CTRL_HTTP_KEEPALIVE_TIMEOUT: '500ms',
     })
     expect(c).toMatchObject({
       host: '0.0.0.0',
@@ -40,6 +46,9 @@ describe('loadConfig', () => {
       tlsCertPath: 'c.pem',
       tlsKeyPath: 'k.pem',
       jwtClockToleranceMs: 0,
+      httpHeadersTimeoutMs: 2_000,
+      httpRequestTimeoutMs: 60_000,
+      httpKeepAliveTimeoutMs: 500,
     })
   })
 
@@ -54,6 +63,14 @@ describe('loadConfig', () => {
     ['CTRL_TLS_CERT', 'only-cert.pem'],
     ['CTRL_ADMIN_PASSWORD', 'short'],
     ['CTRL_JWKS_ALLOW_HTTP', 'maybe'],
+    ['CTRL_HTTP_HEADERS_TIMEOUT', '10'],
+    ['CTRL_HTTP_HEADERS_TIMEOUT', '0'],
+    ['CTRL_HTTP_HEADERS_TIMEOUT', '1m'],
+    ['CTRL_HTTP_REQUEST_TIMEOUT', '-1s'],
+    ['CTRL_HTTP_REQUEST_TIMEOUT', '0s'],
+    ['CTRL_HTTP_REQUEST_TIMEOUT', '5s'],
+    ['CTRL_HTTP_KEEPALIVE_TIMEOUT', 'soon'],
+    ['CTRL_HTTP_KEEPALIVE_TIMEOUT', '0'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

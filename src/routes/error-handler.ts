@@ -131,6 +131,7 @@ export function clientErrorHandler(nextId: () => string, log: FastifyBaseLogger)
       )
     }
     // Closing at once could reset the connection before the client reads the answer.
+    socket.once('end', () => socket.destroy())
     setTimeout(() => socket.destroy(), 1000).unref()
   }
 }
