@@ -12,7 +12,12 @@ import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policie
 import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
 import caCertsRoutes from './routes/cacerts/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
-import { installErrorHandling } from './routes/error-handler.js'
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  installErrorHandling,
+  requireHost,
+} from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
 import {
   identityPasswordRoutes,
@@ -73,18 +78,35 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         ? false
         : { ...options.logger, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
 
+  const nodeServer = {
+    // Node answers a request without Host with an empty 400; the onRequest hook answers instead.
+    requireHostHeader: false,
+    // Given at creation: Node checks these deadlines every connectionsCheckingInterval (30 s
+    // unless set), so a slow client would be cut up to that much late.
+    headersTimeout: Math.ceil(config.httpHeadersTimeoutMs),
+    requestTimeout: Math.ceil(config.httpRequestTimeoutMs),
+    connectionsCheckingInterval: 500,
+  }
+  const nextId = requestIds()
   const app = Fastify({
     logger,
-    ...(options.https ? { https: options.https } : {}),
+    ...(options.https ? { https: { ...options.https, ...nodeServer } } : { http: nodeServer }),
     bodyLimit: 1024 * 1024,
     // One access-log line per request comes from the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: requestIds(),
-    requestTimeout: 30_000,
+    genReqId: nextId,
+    requestTimeout: nodeServer.requestTimeout,
+    keepAliveTimeout: Math.ceil(config.httpKeepAliveTimeoutMs),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    frameworkErrors,
+    clientErrorHandler(err, socket) {
+      answerClientError(err, socket)
+    },
   }).withTypeProvider<TypeBoxTypeProvider>()
+  const answerClientError = clientErrorHandler(nextId, app.log)
 
   installErrorHandling(app)
+  app.addHook('onRequest', async (request) => requireHost(request))
   app.decorateRequest('auth', null)
 
   // An empty JSON body reads as "no body": login accepts a bare POST with only a bearer token.

@@ -25,6 +25,10 @@ export interface Config {
   jwksBlockPrivate: boolean
   /** Requests per second per client address on the authenticate routes; 0 is off. */
   authRateLimit: number
+  /** Time a client has to send a request head, its whole request, and idle between requests. */
+  httpHeadersTimeoutMs: number
+  httpRequestTimeoutMs: number
+  httpKeepAliveTimeoutMs: number
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -55,6 +59,9 @@ export const DEFAULT_CONFIG: Config = {
   jwksAllowHttp: true,
   jwksBlockPrivate: false,
   authRateLimit: 0,
+  httpHeadersTimeoutMs: 10_000,
+  httpRequestTimeoutMs: 30_000,
+  httpKeepAliveTimeoutMs: 5_000,
 }
 
 type Env = Record<string, string | undefined>
@@ -126,6 +133,26 @@ export function loadConfig(env: Env): Config {
   if (adminPassword !== undefined && adminPassword.length < 12) {
     throw new ConfigError('CTRL_ADMIN_PASSWORD: must be at least 12 characters')
   }
+  const httpHeadersTimeoutMs = duration(
+    env,
+    'CTRL_HTTP_HEADERS_TIMEOUT',
+    DEFAULT_CONFIG.httpHeadersTimeoutMs,
+  )
+  const httpRequestTimeoutMs = duration(
+    env,
+    'CTRL_HTTP_REQUEST_TIMEOUT',
+    DEFAULT_CONFIG.httpRequestTimeoutMs,
+  )
+  // Node refuses a server whose head may take longer than the whole request.
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    const [name, other] =
+      read(env, 'CTRL_HTTP_REQUEST_TIMEOUT') === undefined
+        ? ['CTRL_HTTP_HEADERS_TIMEOUT', 'at most CTRL_HTTP_REQUEST_TIMEOUT']
+        : ['CTRL_HTTP_REQUEST_TIMEOUT', 'at least CTRL_HTTP_HEADERS_TIMEOUT']
+    throw new ConfigError(
+      `${name}: must be ${other} (headers ${httpHeadersTimeoutMs} ms, request ${httpRequestTimeoutMs} ms)`,
+    )
+  }
   return {
     host: read(env, 'CTRL_HOST') ?? DEFAULT_CONFIG.host,
     port: integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535),
@@ -160,5 +187,12 @@ export function loadConfig(env: Env): Config {
     jwksAllowHttp: boolean(env, 'CTRL_JWKS_ALLOW_HTTP', DEFAULT_CONFIG.jwksAllowHttp),
     jwksBlockPrivate: boolean(env, 'CTRL_JWKS_BLOCK_PRIVATE', DEFAULT_CONFIG.jwksBlockPrivate),
     authRateLimit: integer(env, 'CTRL_AUTH_RATE_LIMIT', DEFAULT_CONFIG.authRateLimit, 0, 1_000_000),
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
+    httpKeepAliveTimeoutMs: duration(
+      env,
+      'CTRL_HTTP_KEEPALIVE_TIMEOUT',
+      DEFAULT_CONFIG.httpKeepAliveTimeoutMs,
+    ),
   }
 }

@@ -18,6 +18,8 @@ export const REDACT_PATHS = [
   '*.token',
   '*.jwt',
   '*.privateKey',
+  // Node's HTTP parse errors carry the raw request bytes, headers and body included.
+  '*.rawPacket',
 ]
 
 /** Pino options for the controller: JSON to stdout, redacted, at the configured level. */

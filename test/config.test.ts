@@ -13,6 +13,9 @@ describe('loadConfig', () => {
       adminUser: 'admin',
       sessionTimeoutMs: 1_800_000,
       logLevel: 'info',
+      httpHeadersTimeoutMs: 10_000,
+      httpRequestTimeoutMs: 30_000,
+      httpKeepAliveTimeoutMs: 5_000,
     })
   })
 
@@ -29,6 +32,9 @@ describe('loadConfig', () => {
       CTRL_TLS_KEY: 'k.pem',
       CTRL_TLS_CA: 'ca.pem',
       CTRL_JWT_CLOCK_TOLERANCE: '0',
+      CTRL_HTTP_HEADERS_TIMEOUT: '2s',
+      CTRL_HTTP_REQUEST_TIMEOUT: '1m',
+      CTRL_HTTP_KEEPALIVE_TIMEOUT: '500ms',
     })
     expect(c).toMatchObject({
       host: '0.0.0.0',
@@ -42,6 +48,9 @@ describe('loadConfig', () => {
       tlsKeyPath: 'k.pem',
       tlsCaPath: 'ca.pem',
       jwtClockToleranceMs: 0,
+      httpHeadersTimeoutMs: 2_000,
+      httpRequestTimeoutMs: 60_000,
+      httpKeepAliveTimeoutMs: 500,
     })
   })
 
@@ -57,6 +66,14 @@ describe('loadConfig', () => {
     ['CTRL_TLS_CA', 'ca-without-tls.pem'],
     ['CTRL_ADMIN_PASSWORD', 'short'],
     ['CTRL_JWKS_ALLOW_HTTP', 'maybe'],
+    ['CTRL_HTTP_HEADERS_TIMEOUT', '10'],
+    ['CTRL_HTTP_HEADERS_TIMEOUT', '0'],
+    ['CTRL_HTTP_HEADERS_TIMEOUT', '1m'],
+    ['CTRL_HTTP_REQUEST_TIMEOUT', '-1s'],
+    ['CTRL_HTTP_REQUEST_TIMEOUT', '0s'],
+    ['CTRL_HTTP_REQUEST_TIMEOUT', '5s'],
+    ['CTRL_HTTP_KEEPALIVE_TIMEOUT', 'soon'],
+    ['CTRL_HTTP_KEEPALIVE_TIMEOUT', '0'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

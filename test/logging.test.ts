@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp } from './helpers/app.js'
+import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, login } from './helpers/app.js'
+import { listen, rawExchange, rawRequest } from './http/raw-http.js'
 
 function capture() {
   const lines: string[] = []
@@ -11,6 +12,42 @@ function capture() {
     },
   })
   return { lines, stream }
+}
+
+function isByte(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 255
+}
+
+/**
+ * Every string a log line carries, with byte arrays decoded: Node's client errors hold the raw
+ * request as a JSON array of numbers (or a `{type: 'Buffer', data}`), where a plain text search
+ * would never find a token.
+ */
+function searchable(lines: string[]): string {
+  const out: string[] = []
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') out.push(v)
+    else if (Array.isArray(v)) {
+      if (v.length > 0 && v.every(isByte)) out.push(Buffer.from(v).toString('latin1'))
+      else v.forEach(walk)
+    } else if (v !== null && typeof v === 'object') {
+      for (const [key, value] of Object.entries(v)) {
+        out.push(key)
+        walk(value)
+      }
+    }
+  }
+  for (const line of lines) {
+    out.push(line)
+    walk(JSON.parse(line))
+  }
+  return out.join('\n')
+}
+
+function expectNoSecret(lines: string[], secrets: string[]) {
+  const all = searchable(lines)
+  for (const secret of secrets) expect(all).not.toContain(secret)
+  expect(all.toLowerCase()).not.toContain('zt-session":"')
 }
 
 describe('request logs', () => {
@@ -54,17 +91,74 @@ describe('request logs', () => {
       payload: { username: ADMIN_USER, password: 'wrong-but-secret-pw' },
     })
 
-    const all = lines.join('\n')
     expect(lines.length).toBeGreaterThan(8)
-    for (const secret of [
+    expectNoSecret(lines, [
       ADMIN_PASSWORD,
       'wrong-but-secret-pw',
       token,
       'header.payload.signature',
-    ]) {
-      expect(all).not.toContain(secret)
-    }
-    expect(all.toLowerCase()).not.toContain('zt-session":"')
+    ])
+  })
+
+  it('decode byte arrays before searching (the search finds a secret hidden in one)', () => {
+    const bytes = [...Buffer.from('zt-session: hidden-secret')]
+    const lines = [JSON.stringify({ err: { rawPacket: { type: 'Buffer', data: bytes } } })]
+    lines.push(JSON.stringify({ raw: bytes }))
+    expect(searchable(lines.slice(0, 1))).toContain('hidden-secret')
+    expect(searchable(lines.slice(1))).toContain('hidden-secret')
+  })
+
+  it('never contain secrets of requests that fail HTTP parsing, at trace level', async () => {
+    const { lines, stream } = capture()
+    const app = await buildTestApp({ logger: { level: 'trace', stream } })
+    const token = await login(app)
+    const port = await listen(app)
+    const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzZWNyZXQtc3ViIn0.c2VjcmV0LXNpZ25hdHVyZQ'
+    const password = 'password-in-a-broken-body'
+    const login_ =
+      'POST /edge/management/v1/authenticate?method=password HTTP/1.1\r\nHost: localhost\r\n'
+    const body = JSON.stringify({ username: ADMIN_USER, password })
+    const answers = await Promise.all([
+      // A head over 16 KiB carrying a session token and a bearer JWT.
+      rawRequest(
+        port,
+        `GET /edge/management/v1/identities HTTP/1.1\r\nHost: localhost\r\nzt-session: ${token}\r\n` +
+          `Authorization: Bearer ${jwt}\r\nX-Pad: ${'p'.repeat(20_000)}\r\n\r\n`,
+      ),
+      // A password login whose Content-Length is not a number.
+      rawRequest(
+        port,
+        `${login_}Content-Type: application/json\r\nContent-Length: abc\r\n\r\n${body}`,
+      ),
+      // Malformed after the secrets: a header line without a colon.
+      rawRequest(
+        port,
+        `POST /edge/client/v1/authenticate?method=ext-jwt HTTP/1.1\r\nHost: localhost\r\n` +
+          `Authorization: Bearer ${jwt}\r\nzt-session: ${token}\r\nno colon here\r\n\r\n`,
+      ),
+      // A body sent in two parts with a broken chunk size after the password.
+      rawExchange(port, (socket) => {
+        socket.write(
+          `${login_}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        )
+        socket.write(`${body.length.toString(16)}\r\n${body}\r\nzz\r\n\r\n`)
+      }),
+    ])
+    expect(answers.map((a) => a.status)).toEqual([431, 400, 400, 400])
+    expect(lines.some((l) => l.includes('client error'))).toBe(true)
+    expectNoSecret(lines, [ADMIN_PASSWORD, password, token, jwt, 'c2VjcmV0LXNpZ25hdHVyZQ'])
+  })
+
+  it('redact the raw bytes of a parse error that some code logs whole', async () => {
+    const { lines, stream } = capture()
+    const app = await buildTestApp({ logger: { level: 'trace', stream } })
+    const err = Object.assign(new Error('Parse Error'), {
+      code: 'HPE_INVALID_METHOD',
+      rawPacket: Buffer.from('GE T / HTTP/1.1\r\nzt-session: raw-session-secret\r\n'),
+    })
+    app.log.trace({ err }, 'client error')
+    expect(lines.some((l) => l.includes('HPE_INVALID_METHOD'))).toBe(true)
+    expectNoSecret(lines, ['raw-session-secret'])
   })
 
   it('write one line per request, carrying the id that error bodies report', async () => {

@@ -1,5 +1,13 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, type FieldCause, messageOf } from '../errors.js'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+} from 'fastify'
+import { AppError, type ErrorCode, type FieldCause, messageOf } from '../errors.js'
 import { ERROR_META } from './common-schemas.js'
 
 interface AjvIssue {
@@ -50,21 +58,91 @@ function toAppError(err: FastifyError): AppError | undefined {
   return undefined
 }
 
+/** The edge API's error envelope for an error answered under a request id. */
+function envelope(err: AppError, requestId: string) {
+  return {
+    error: {
+      code: err.code,
+      message: err.message || messageOf(err.code),
+      requestId,
+      ...(err.fieldCause ? { cause: err.fieldCause } : {}),
+    },
+    meta: ERROR_META,
+  }
+}
+
 export function sendError(
   reply: FastifyReply,
   request: FastifyRequest,
   err: AppError,
 ): FastifyReply {
   for (const [name, value] of Object.entries(err.headers)) reply.header(name, value)
-  return reply.code(err.statusCode).send({
-    error: {
-      code: err.code,
-      message: err.message || messageOf(err.code),
-      requestId: request.id,
-      ...(err.fieldCause ? { cause: err.fieldCause } : {}),
-    },
-    meta: ERROR_META,
-  })
+  return reply.code(err.statusCode).send(envelope(err, request.id))
+}
+
+const FRAMEWORK_ERRORS: Record<string, [ErrorCode, string]> = {
+  FST_ERR_BAD_URL: ['INVALID_PATH', 'is not a valid percent-encoded URL path'],
+  FST_ERR_MAX_PARAM_LENGTH: ['REQUEST_URI_TOO_LONG', 'has a segment longer than 100 characters'],
+}
+
+/** Fastify's routing errors (an undecodable path, an overlong path parameter) in the envelope. */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const known = FRAMEWORK_ERRORS[err.code]
+  const appError = known
+    ? new AppError(known[0], { cause: { field: 'path', reason: known[1] } })
+    : new AppError('UNHANDLED')
+  if (!known) request.log.error({ err }, 'unhandled error')
+  sendError(reply, request, appError)
+  // These requests never reach a route, so the access-log hook does not see them.
+  request.log.info(
+    { method: request.method, url: request.url, statusCode: appError.statusCode },
+    'request completed',
+  )
+}
+
+function clientErrorCode(code: string | undefined): ErrorCode {
+  if (code === 'HPE_HEADER_OVERFLOW') return 'REQUEST_HEADER_TOO_LARGE'
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'REQUEST_TIMEOUT'
+  return 'COULD_NOT_PARSE_REQUEST'
+}
+
+/**
+ * Answers what Node's HTTP parser refused (malformed HTTP, a head over 16 KiB, a timed-out
+ * request) with a complete HTTP/1.1 response carrying the envelope, then closes the socket.
+ */
+export function clientErrorHandler(nextId: () => string, log: FastifyBaseLogger) {
+  const answered = new WeakSet<Socket>()
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    // Node reports every later chunk of a refused connection again; it is answered once.
+    if (err.code === 'ECONNRESET' || socket.destroyed || answered.has(socket)) return
+    answered.add(socket)
+    const appError = new AppError(clientErrorCode(err.code))
+    const requestId = nextId()
+    // Never `{ err }`: Node attaches the raw bytes received (`rawPacket`), tokens and passwords included.
+    log.debug({ reqId: requestId, code: err.code }, 'client error')
+    // A response already on its way must not be cut into (Node's own handler checks the same).
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage // Node's field
+    if (socket.writable && !inFlight?.headersSent) {
+      const body = JSON.stringify(envelope(appError, requestId))
+      const status = appError.statusCode
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      )
+    }
+    // Closing at once could reset the connection before the client reads the answer.
+    socket.once('end', () => socket.destroy())
+    setTimeout(() => socket.destroy(), 1000).unref()
+  }
+}
+
+/** HTTP/1.1 requires `Host`; Node's own check answers an empty body, so the app checks it. */
+export function requireHost(request: FastifyRequest): void {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new AppError('COULD_NOT_PARSE_REQUEST', {
+      cause: { field: 'host', reason: 'is required' },
+    })
+  }
 }
 
 /** One error handler and one not-found handler, both in the edge API's error envelope. */

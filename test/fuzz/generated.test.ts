@@ -1,0 +1,26 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { plans, toRequest } from './generate.js'
+import { startHarness } from './harness.js'
+
+/** `npm test` runs a fixed seed briefly; `npm run fuzz` sets more runs (and any seed). */
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300)
+const SEED = Number(process.env.FUZZ_SEED ?? 20261122)
+
+describe('generated requests against every route', () => {
+  it(
+    `answer no 5xx, every 4xx in the envelope, and change nothing when they fail (${RUNS} runs, seed ${SEED})`,
+    async () => {
+      const { h, ops } = await startHarness()
+      await fc.assert(
+        fc.asyncProperty(plans(ops, h), async (plan) => {
+          await h.send(plan.op.path, toRequest(plan, h))
+        }),
+        { seed: SEED, numRuns: RUNS },
+      )
+      if (process.env.FUZZ_RUNS) console.log('statuses', Object.fromEntries(h.statuses))
+      expect(h.report()).toEqual([])
+    },
+    Math.max(20_000, RUNS * 100),
+  )
+})
