@@ -1,12 +1,12 @@
 import 'reflect-metadata'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { X509Certificate, X509Certificates } from '@peculiar/x509'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { makeCert, makeServerCert } from '../helpers/certs.js'
 
 const root = new URL('../../', import.meta.url).pathname
@@ -50,13 +50,6 @@ async function stop(s: Started): Promise<number | null> {
   return code as number | null
 }
 
-beforeAll(() => {
-  execFileSync(
-    process.execPath,
-    [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    { cwd: root },
-  )
-}, 120_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('the built server', () => {
