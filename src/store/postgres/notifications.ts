@@ -48,7 +48,10 @@ export class ChangeListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client(clientConfig(this.settings))
+    const client = new pg.Client({
+      ...clientConfig(this.settings),
+      application_name: 'ext-jwt-controller-listen',
+    })
     client.on('error', () => this.lost(client))
     client.on('end', () => this.lost(client))
     client.on('notification', (msg) => this.received(msg.payload))
