@@ -40,6 +40,7 @@ export class SessionRepository {
   private readonly deleteExpiredStmt
   private readonly countForIdentityStmt
   private readonly countStmt
+  private readonly allStmt
 
   constructor(db: Db) {
     this.insertStmt = db.prepare<SessionRow>(
@@ -59,6 +60,7 @@ export class SessionRepository {
       'DELETE FROM api_sessions WHERE identity_id = ?',
     )
     this.deleteExpiredStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE expires_at < ?')
+    this.allStmt = db.prepare<[], SessionRow>('SELECT * FROM api_sessions')
     this.countStmt = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM api_sessions')
     this.countForIdentityStmt = db.prepare<[string], { n: number }>(
       'SELECT count(*) AS n FROM api_sessions WHERE identity_id = ?',
@@ -103,6 +105,10 @@ export class SessionRepository {
 
   deleteExpired(before: string): number {
     return this.deleteExpiredStmt.run(before).changes
+  }
+
+  all(): SessionRecord[] {
+    return this.allStmt.all().map(toRecord)
   }
 
   count(): number {

@@ -131,6 +131,8 @@ export interface SessionRepository {
   deleteExpired(before: string): Promise<number>
   countForIdentity(identityId: string): Promise<number>
   count(): Promise<number>
+  /** Every stored session (copying a store). */
+  all(): Promise<SessionRecord[]>
 }
 
 export interface Repositories {

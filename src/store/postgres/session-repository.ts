@@ -97,6 +97,10 @@ export class PgSessionRepository implements SessionRepository {
     return ((await this.run(sql, [identityId])).rows[0] as { n: number }).n // count(*) yields a row
   }
 
+  async all(): Promise<SessionRecord[]> {
+    return ((await this.run('SELECT * FROM api_sessions', [])).rows as SessionRow[]).map(toRecord) // api_sessions columns
+  }
+
   async count(): Promise<number> {
     return (
       (await this.run('SELECT count(*)::int AS n FROM api_sessions', [])).rows[0] as { n: number }
