@@ -183,7 +183,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       prefix: `${m}/${path}`,
       ...signerRoutesOptions(signers, auth),
     })
-    await app.register(signerKeyRoutes, { prefix: `${m}/${path}`, keys: services.keys, auth })
+    await app.register(signerKeyRoutes, { prefix: `${m}/${path}`, keys: services.signerKeys, auth })
     await app.register(signerToolRoutes, {
       prefix: `${m}/${path}`,
       auth: requireSession(auth, { admin: true }),

@@ -100,6 +100,8 @@ export async function createServices(o: ServiceOptions) {
         keys.apply({ type: 'upsert', signer: record, previous })
       }
     }
+    // refresh-keys through another instance: every instance fetches its own copy now.
+    if (event.entity === 'signer-keys' && event.remote) void keys.refresh(event.id)
     if (event.entity === 'identity') cache.dropIdentity(event.id)
     if (event.entity === 'policy') cache.clear()
   })
@@ -132,7 +134,17 @@ export async function createServices(o: ServiceOptions) {
     policies,
     identities,
     verifier,
-    keys,
+    /** Key status of this instance, and refresh-keys (this instance now, every other one told). */
+    signerKeys: {
+      status: (id: string) => keys.status(id),
+      refresh: async (id: string) => {
+        const status = await keys.refresh(id)
+        if (status) {
+          await store.transaction((tx) => tx.publish({ entity: 'signer-keys', op: 'refresh', id }))
+        }
+        return status
+      },
+    },
     auth: {
       sessions,
       verifier,

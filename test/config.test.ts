@@ -54,6 +54,26 @@ describe('loadConfig', () => {
     })
   })
 
+  it('reads the PostgreSQL settings', () => {
+    const c = loadConfig({
+      CTRL_DB: 'postgresql://ctrl:secret@db.internal:5433/ctrl?sslmode=require',
+      CTRL_DB_POOL: '25',
+      CTRL_DB_CONNECT_TIMEOUT: '1m',
+      CTRL_DB_STATEMENT_TIMEOUT: '750ms',
+    })
+    expect(c).toMatchObject({
+      dbPath: 'postgresql://ctrl:secret@db.internal:5433/ctrl?sslmode=require',
+      dbPoolSize: 25,
+      dbConnectTimeoutMs: 60_000,
+      dbStatementTimeoutMs: 750,
+    })
+    expect(loadConfig({})).toMatchObject({
+      dbPoolSize: 10,
+      dbConnectTimeoutMs: 30_000,
+      dbStatementTimeoutMs: 5_000,
+    })
+  })
+
   it.each([
     ['CTRL_PORT', '70000'],
     ['CTRL_PORT', 'http'],
@@ -74,6 +94,10 @@ describe('loadConfig', () => {
     ['CTRL_HTTP_REQUEST_TIMEOUT', '5s'],
     ['CTRL_HTTP_KEEPALIVE_TIMEOUT', 'soon'],
     ['CTRL_HTTP_KEEPALIVE_TIMEOUT', '0'],
+    ['CTRL_DB_POOL', '0'],
+    ['CTRL_DB_POOL', 'ten'],
+    ['CTRL_DB_CONNECT_TIMEOUT', '30'],
+    ['CTRL_DB_STATEMENT_TIMEOUT', '0s'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

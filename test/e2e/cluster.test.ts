@@ -2,6 +2,7 @@ import { createServer, type Server, Socket } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCert, type TestCert } from '../helpers/certs.js'
+import { startJwksServer } from '../helpers/jwks-server.js'
 import { signJwt } from '../helpers/jwt.js'
 import { runToExit, type Started, startServer, stopServer } from '../helpers/server-process.js'
 import { createTestDatabase, PG_URL } from '../helpers/stores.js'
@@ -224,6 +225,36 @@ describe.skipIf(!PG_URL)('three controllers on one PostgreSQL', () => {
       body: { primary: { extJwt: { allowed: true } } },
     })
     await within(1000, async () => expect((await jwtLogin(a)).status).toBe(200))
+  })
+
+  it("refreshes a signer's keys on every instance when one is asked to", async () => {
+    const [a, b, c] = nodes as [Started, Started, Started]
+    const jwks = await startJwksServer([{ kty: 'oct', kid: 'old', k: 'AAAA' }])
+    const ta = await login(a.base)
+    const created = await call(a.base, 'POST', `${M}/external-jwt-signers`, {
+      token: ta,
+      body: {
+        name: 'rotating',
+        enabled: true,
+        issuer: 'https://rotating.test',
+        audience: 'ziti',
+        jwksEndpoint: jwks.url,
+      },
+    })
+    const id = (created.body.data as { id: string }).id
+    const kids = async (n: Started) => {
+      const res = await call(n.base, 'GET', `${M}/external-jwt-signers/${id}/keys`, {
+        token: await login(n.base),
+      })
+      return (res.body.data as { kids: string[] }).kids
+    }
+    for (const n of [b, c]) await within(2000, async () => expect(await kids(n)).toEqual(['old']))
+    jwks.setKeys([{ kty: 'oct', kid: 'new', k: 'AAAA' }])
+    const refreshed = await call(a.base, 'POST', `${M}/external-jwt-signers/${id}/refresh-keys`, {
+      token: ta,
+    })
+    expect((refreshed.body.data as { kids: string[] }).kids).toEqual(['new'])
+    for (const n of [b, c]) await within(1000, async () => expect(await kids(n)).toEqual(['new']))
   })
 
   it('shares sessions: made on A works on B; ended on B is refused by A', async () => {

@@ -191,6 +191,31 @@ forEachStore(() => {
       expect(await names(app, token, q({ filter: `name = "x\\" or 1=1 --"` }))).toEqual([])
       expect(await names(app, token, q({ filter: 'name contains "%"' }))).toEqual([])
     })
+
+    it('matches %, _ and \\ in a search value literally', async () => {
+      const { app, token } = await seeded()
+      for (const name of ['50%_off', '50xyoff', 'back\\slash', 'backxslash']) {
+        const res = await app.inject({
+          method: 'POST',
+          url: BASE,
+          headers: { 'zt-session': token },
+          payload: {
+            name,
+            enabled: true,
+            issuer: `https://${name.replace(/[^a-z0-9]/g, '')}.example`,
+            audience: 'ziti',
+            jwksEndpoint: 'https://idp.example/jwks',
+          },
+        })
+        expect(res.statusCode).toBe(201)
+      }
+      expect(await names(app, token, q({ filter: 'name contains "0%_o"' }))).toEqual(['50%_off'])
+      expect(await names(app, token, q({ filter: 'name icontains "%_OFF"' }))).toEqual(['50%_off'])
+      expect(await names(app, token, q({ filter: 'name contains "_"' }))).toEqual(['50%_off'])
+      expect(await names(app, token, q({ filter: 'name contains "k\\\\s"' }))).toEqual([
+        'back\\slash',
+      ])
+    })
   })
 
   describe('client signer list', () => {
