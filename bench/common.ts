@@ -1,49 +1,65 @@
 import autocannon from 'autocannon'
 
 export const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
-export const CONNECTIONS = 20
+export const CONNECTIONS = 32
 
 export interface Result {
   rps: number
   p99: number
   errors: number
+  requests: number
 }
 
-/** Runs autocannon against one route; `headers` may rotate per request. */
+/**
+ * Runs autocannon against one route; `headers` may rotate per request. With `amount` the run ends
+ * after that many requests (a list of distinct tokens is then never sent twice: autocannon's own
+ * request list would start again on every connection, so the rotation is one shared counter).
+ */
 export async function measure(
   url: string,
-  options: { method?: 'GET' | 'POST'; headers?: () => Record<string, string> } = {},
+  options: {
+    method?: 'GET' | 'POST'
+    headers?: () => Record<string, string>
+    amount?: number
+    statusOk?: (status: number) => boolean
+  } = {},
 ): Promise<Result> {
   const nextHeaders = options.headers
   const result = await autocannon({
     url,
     method: options.method ?? 'GET',
     connections: CONNECTIONS,
-    duration: DURATION_S,
+    ...(options.amount === undefined ? { duration: DURATION_S } : { amount: options.amount }),
     ...(nextHeaders
       ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
       : {}),
   })
+  const seconds = result.duration
+  const total = result.requests.total
   return {
-    rps: result.requests.average,
+    rps: options.amount === undefined ? result.requests.average : total / seconds,
     p99: result.latency.p99,
-    errors: result.errors + result.non2xx,
+    errors: result.errors + (options.statusOk ? 0 : result.non2xx),
+    requests: total,
   }
 }
 
-/** Calls `fn` in a loop for the benchmark duration and returns calls per second. */
-export async function loop(fn: () => Promise<unknown>): Promise<number> {
-  const end = performance.now() + DURATION_S * 1000
+/** Calls `fn` in a loop for the benchmark duration (or over `items` once) and returns calls/s. */
+export async function loop(fn: () => Promise<unknown>, count?: number): Promise<number> {
+  const start = performance.now()
+  const end = start + DURATION_S * 1000
   let n = 0
-  while (performance.now() < end) {
+  while (count === undefined ? performance.now() < end : n < count) {
     await fn()
     n++
   }
-  return n / DURATION_S
+  return n / ((performance.now() - start) / 1000)
 }
 
-export function report(name: string, r: Result, baseline: number, baselineName: string): void {
+export function report(name: string, r: Result, baseline: number, baselineName: string): number {
+  const ratio = r.rps / baseline
   console.log(
-    `${name.padEnd(46)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${String(r.p99).padStart(3)} ms  errors ${r.errors}  ratio ${(r.rps / baseline).toFixed(2)} of ${baselineName}`,
+    `${name.padEnd(50)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${String(r.p99).padStart(3)} ms  errors ${r.errors}  ratio ${ratio.toFixed(2)} of ${baselineName}`,
   )
+  return ratio
 }

@@ -1,12 +1,19 @@
-import { createServer } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose'
-import { loop, measure, report } from './common.js'
+import { DURATION_S, loop, measure, report } from './common.js'
+import type { Controller } from './controller.js'
 
-type Call = (method: string, url: string, body?: unknown) => Promise<Response>
+type Alg = 'RS256' | 'ES256'
 
-/** Login throughput for RS256 and ES256 tokens against the raw jwtVerify rate of the same tokens. */
-export async function benchLogin(base: string, call: Call): Promise<void> {
+export interface LoginFixture {
+  tokens(alg: Alg, count: number): Promise<string[]>
+  rawRate(tokens: string[]): Promise<number>
+  close(): void
+}
+
+/** A JWKS server on loopback with an RS256 and an ES256 key, a signer for it and an identity. */
+export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
   const pairs = await Promise.all(
     (['RS256', 'ES256'] as const).map(async (alg) => {
       const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true })
@@ -14,53 +21,95 @@ export async function benchLogin(base: string, call: Call): Promise<void> {
     }),
   )
   const jwks = { keys: pairs.map((p) => p.jwk) }
-  const server = createServer((_req, res) => {
+  const server: Server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify(jwks))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks` // TCP listener
-  await call('POST', '/edge/management/v1/external-jwt-signers', {
+  await ctrl.call('POST', '/edge/management/v1/external-jwt-signers', {
     name: 'bench-jwks',
     enabled: true,
     issuer: 'https://bench.idp',
     audience: 'ziti',
     jwksEndpoint: jwksUrl,
   })
-  const identity = await call('POST', '/edge/management/v1/identities', { name: 'bench-user' })
+  const identity = await ctrl.call('POST', '/edge/management/v1/identities', { name: 'bench-user' })
   const sub = ((await identity.json()) as { data: { id: string } }).data.id
-  await new Promise((r) => setTimeout(r, 200))
-
+  await new Promise((r) => setTimeout(r, 300))
   const localSet = createLocalJWKSet(jwks)
-  for (const pair of pairs) {
-    const tokens = await Promise.all(
-      Array.from({ length: 2000 }, (_, i) =>
-        new SignJWT({ sub, jti: `t${i}` })
-          .setProtectedHeader({ alg: pair.alg, kid: pair.jwk.kid })
-          .setIssuer('https://bench.idp')
-          .setAudience('ziti')
-          .setIssuedAt()
-          .setExpirationTime('1h')
-          .sign(pair.privateKey),
-      ),
-    )
-    let i = 0
-    const rawRate = await loop(() =>
-      jwtVerify(tokens[i++ % tokens.length] as string, localSet, {
-        issuer: 'https://bench.idp',
-        audience: 'ziti',
-        requiredClaims: ['exp'],
-      }),
-    )
-    console.log(
-      `${`raw jose.jwtVerify ${pair.alg} (sequential)`.padEnd(46)} ${rawRate.toFixed(0).padStart(7)} ops/s`,
-    )
-    let j = 0
-    const login = await measure(`${base}/edge/client/v1/authenticate?method=ext-jwt`, {
-      method: 'POST',
-      headers: () => ({ authorization: `Bearer ${tokens[j++ % tokens.length]}` }),
-    })
-    report(`ext-jwt login ${pair.alg}`, login, rawRate, `raw verify`)
+  let serial = 0
+  return {
+    tokens: (alg, count) => {
+      const pair = pairs.find((p) => p.alg === alg) as (typeof pairs)[number] // both algs exist
+      return Promise.all(
+        Array.from({ length: count }, () =>
+          new SignJWT({ sub, jti: `t${serial++}` })
+            .setProtectedHeader({ alg, kid: pair.jwk.kid })
+            .setIssuer('https://bench.idp')
+            .setAudience('ziti')
+            .setIssuedAt()
+            .setExpirationTime('1h')
+            .sign(pair.privateKey),
+        ),
+      )
+    },
+    rawRate: async (tokens) => {
+      let i = 0
+      return loop(
+        () =>
+          jwtVerify(tokens[i++] as string, localSet, {
+            issuer: 'https://bench.idp',
+            audience: 'ziti',
+            requiredClaims: ['exp'],
+          }),
+        tokens.length,
+      )
+    },
+    close: () => server.close(),
   }
-  server.close()
+}
+
+/** How many distinct tokens a login run gets: enough for the run, each sent exactly once. */
+export const LOGIN_TOKENS = Number(process.env.BENCH_LOGIN_TOKENS ?? 3000 * DURATION_S)
+
+/** Logins with distinct tokens (no cache can help), each sent once; resolves with req/s. */
+export async function distinctLogins(ctrl: Controller, tokens: string[]) {
+  let j = 0
+  return measure(`${ctrl.base}/edge/client/v1/authenticate?method=ext-jwt`, {
+    method: 'POST',
+    amount: tokens.length,
+    headers: () => ({ authorization: `Bearer ${tokens[j++]}` }),
+  })
+}
+
+/** Login throughput against the sequential jose.jwtVerify rate of the very same tokens. */
+export async function benchLogin(ctrl: Controller, fixture: LoginFixture): Promise<number> {
+  let rs256Ratio = 0
+  for (const alg of ['RS256', 'ES256'] as const) {
+    const tokens = await fixture.tokens(alg, LOGIN_TOKENS)
+    const raw = await fixture.rawRate(tokens)
+    console.log(
+      `${`raw jose.jwtVerify ${alg} (sequential)`.padEnd(50)} ${raw.toFixed(0).padStart(7)} ops/s`,
+    )
+    const ratio = report(
+      `ext-jwt login ${alg}, ${tokens.length} distinct tokens`,
+      await distinctLogins(ctrl, tokens),
+      raw,
+      'raw verify',
+    )
+    if (alg === 'RS256') rs256Ratio = ratio
+  }
+  const repeated = await fixture.tokens('RS256', 100)
+  let k = 0
+  report(
+    'ext-jwt login RS256, 100 tokens repeated',
+    await measure(`${ctrl.base}/edge/client/v1/authenticate?method=ext-jwt`, {
+      method: 'POST',
+      headers: () => ({ authorization: `Bearer ${repeated[k++ % repeated.length]}` }),
+    }),
+    await fixture.rawRate(repeated.concat(repeated, repeated)),
+    'raw verify',
+  )
+  return rs256Ratio
 }

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 
 export interface Started {
   stop: () => Promise<void>
+  pid: number
 }
 
 /** A port that was free a moment ago on 127.0.0.1. */
@@ -41,6 +42,7 @@ export async function startProcess(
     await new Promise((r) => setTimeout(r, 50))
   }
   return {
+    pid: child.pid as number, // spawned and answering
     stop: async () => {
       child.kill('SIGTERM')
       await once(child, 'exit')

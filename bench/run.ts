@@ -2,90 +2,147 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import pg from 'pg'
 import { CONNECTIONS, DURATION_S, measure, report } from './common.js'
+import { type Controller, startController } from './controller.js'
 import { benchLists100k } from './lists-100k.js'
-import { benchLogin } from './login.js'
+import { benchLogin, distinctLogins, LOGIN_TOKENS, loginFixture } from './login.js'
+import { benchMemory } from './memory.js'
 import { freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
 
-const PASSWORD = 'bench-admin-password'
+const PG_SERVER = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const summary: string[] = []
+const goal = (name: string, ratio: number, target: number) =>
+  summary.push(
+    `${name.padEnd(58)} ${ratio.toFixed(2)}  (goal ${target}) ${ratio >= target ? 'met' : 'NOT met'}`,
+  )
+
+/** A database of the bench's own on the PostgreSQL server, or undefined when none answers. */
+async function benchDatabase(name: string): Promise<string | undefined> {
+  const admin = new pg.Client({ connectionString: PG_SERVER, connectionTimeoutMillis: 2000 })
+  try {
+    await admin.connect()
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await admin.query(`CREATE DATABASE ${name}`)
+    const url = new URL(PG_SERVER)
+    url.pathname = `/${name}`
+    return url.toString()
+  } catch {
+    return undefined
+  } finally {
+    await admin.end().catch(() => {})
+  }
+}
+
+async function dropDatabase(name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: PG_SERVER })
+  await admin.connect()
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  await admin.end()
+}
+
+async function lists(ctrl: Controller, bare: number, label: string) {
+  const admin = () => ({ 'zt-session': ctrl.token })
+  const client = report(
+    `${label} client signer list (100 signers)`,
+    await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`),
+    bare,
+    'bare',
+  )
+  const signers = report(
+    `${label} management signer list (limit 10)`,
+    await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }),
+    bare,
+    'bare',
+  )
+  const identities = report(
+    `${label} management identity list (limit 10)`,
+    await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }),
+    bare,
+    'bare',
+  )
+  return { client, signers, identities }
+}
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ctrl-bench-'))
   const here = dirname(fileURLToPath(import.meta.url))
-  const [barePort, port] = [await freePort(), await freePort()]
+  const barePort = await freePort()
   const bareUrl = `http://127.0.0.1:${barePort}`
   const bare = await startProcess(join(here, 'bare-server.js'), bareUrl, '/hello', {
     PORT: String(barePort),
   })
-  // The controller runs as `npm start` runs it, in its own process; warn-level logs, so the figures
-  // measure the service rather than the access log.
-  const base = `http://127.0.0.1:${port}`
-  const app = await startProcess(join(here, '../src/server.js'), base, '/health-checks', {
-    CTRL_PORT: String(port),
-    CTRL_DB: join(dir, 'bench.db'),
-    CTRL_ADMIN_PASSWORD: PASSWORD,
-    CTRL_LOG_LEVEL: 'warn',
-  })
-  const login = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
-  })
-  const token = login.headers.get('zt-session') as string
-  const call = (method: string, url: string, body?: unknown) =>
-    fetch(`${base}${url}`, {
-      method,
-      headers: { 'content-type': 'application/json', 'zt-session': token },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
-  for (let i = 0; i < 100; i++) {
-    await call('POST', '/edge/management/v1/external-jwt-signers', {
-      name: `signer-${i}`,
-      enabled: true,
-      issuer: `https://idp-${i}.example`,
-      audience: 'ziti',
-      // Loopback port 1: the background key fetch is refused locally, nothing leaves the machine.
-      jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
-      externalAuthUrl: `https://idp-${i}.example/auth`,
-    })
-  }
-
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; servers in their own processes`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level`,
   )
   const baseline = await measure(`${bareUrl}/hello`)
   report('bare Fastify route (baseline)', baseline, baseline.rps, 'bare')
-  const admin = () => ({ 'zt-session': token })
-  report(
-    'client signer list (100 signers)',
-    await measure(`${base}/edge/client/v1/external-jwt-signers`),
-    baseline.rps,
-    'bare',
-  )
-  report(
-    'management signer list (limit 10)',
-    await measure(`${base}/edge/management/v1/external-jwt-signers`, { headers: admin }),
-    baseline.rps,
-    'bare',
-  )
-  const filter = encodeURIComponent('name contains "signer-4" and enabled = true')
-  report(
-    'management list, filter + sort',
-    await measure(
-      `${base}/edge/management/v1/external-jwt-signers?filter=${filter}&sort=name%20desc`,
-      { headers: admin },
-    ),
-    baseline.rps,
-    'bare',
-  )
-  await benchLogin(base, call)
-  await benchSecondary(base, call)
-  await benchLists100k()
 
-  await app.stop()
+  // SQLite, as `npm start` runs it.
+  const sqlite = await startController(join(dir, 'bench.db'), { signers: 100 })
+  for (let i = 0; i < 20; i++) {
+    await sqlite.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
+  }
+  const sq = await lists(sqlite, baseline.rps, 'SQLite')
+  goal('1. client signer list / bare route', sq.client, 0.8)
+  goal('3. management signer list / bare route', sq.signers, 0.4)
+  goal('3. management identity list / bare route', sq.identities, 0.4)
+  const fixture = await loginFixture(sqlite)
+  goal(
+    '2. RS256 login, distinct tokens / sequential jwtVerify',
+    await benchLogin(sqlite, fixture),
+    0.6,
+  )
+  goal(
+    '4. secondary factor / same route without',
+    await benchSecondary(sqlite.base, sqlite.call),
+    0.9,
+  )
+
+  // PostgreSQL, one instance, against the SQLite figures of the same run.
+  const pgUrl = await benchDatabase('ctrl_bench')
+  if (pgUrl) {
+    const postgres = await startController(pgUrl, { signers: 100 })
+    const pgLists = await lists(postgres, baseline.rps, 'PostgreSQL')
+    const pgFixture = await loginFixture(postgres)
+    const [sqTokens, pgTokens] = [
+      await fixture.tokens('RS256', LOGIN_TOKENS),
+      await pgFixture.tokens('RS256', LOGIN_TOKENS),
+    ]
+    const sqLogin = await distinctLogins(sqlite, sqTokens)
+    const pgLogin = await distinctLogins(postgres, pgTokens)
+    report('SQLite ext-jwt login RS256, distinct tokens', sqLogin, sqLogin.rps, 'SQLite')
+    const loginRatio = report(
+      'PostgreSQL ext-jwt login RS256, distinct tokens',
+      pgLogin,
+      sqLogin.rps,
+      'SQLite',
+    )
+    goal('PostgreSQL RS256 login / SQLite (issue 11)', loginRatio, 0.7)
+    summary.push(
+      `PostgreSQL client list / SQLite client list: ${(pgLists.client / sq.client).toFixed(2)}`,
+    )
+    pgFixture.close()
+    await postgres.stop()
+  } else {
+    console.log(`PostgreSQL at ${PG_SERVER} does not answer: PostgreSQL figures skipped`)
+  }
+  await benchMemory(sqlite, fixture)
+  fixture.close()
+  await sqlite.stop()
   await bare.stop()
+
+  await benchLists100k()
+  const listsDb = await benchDatabase('ctrl_bench_100k')
+  if (listsDb) {
+    await benchLists100k(listsDb)
+    await dropDatabase('ctrl_bench_100k')
+  }
+  if (pgUrl) await dropDatabase('ctrl_bench')
   rmSync(dir, { recursive: true, force: true })
+  console.log('\nsummary (ratios of this run):')
+  for (const line of summary) console.log(`  ${line}`)
 }
 
 await main()

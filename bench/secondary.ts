@@ -2,15 +2,14 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { measure, report } from './common.js'
-
-type Call = (method: string, url: string, body?: unknown) => Promise<Response>
+import type { Call } from './controller.js'
 
 async function idOf(res: Promise<Response>): Promise<string> {
   return ((await (await res).json()) as { data: { id: string } }).data.id
 }
 
 /** current-identity with a secondary-factor policy and a repeated JWT, against the same route without. */
-export async function benchSecondary(base: string, call: Call): Promise<void> {
+export async function benchSecondary(base: string, call: Call): Promise<number> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'mfa', alg: 'ES256' }] }
   const server = createServer((_req, res) => {
@@ -70,6 +69,7 @@ export async function benchSecondary(base: string, call: Call): Promise<void> {
       authorization: `Bearer ${jwt}`,
     }),
   })
-  report('current-identity, secondary JWT (repeated)', mfa, plain.rps, 'no factor')
+  const ratio = report('current-identity, secondary JWT (repeated)', mfa, plain.rps, 'no factor')
   server.close()
+  return ratio
 }

@@ -1,0 +1,57 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { freePort, type Started, startProcess } from './processes.js'
+
+export const PASSWORD = 'bench-admin-password'
+const here = fileURLToPath(new URL('.', import.meta.url))
+
+export type Call = (method: string, url: string, body?: unknown) => Promise<Response>
+
+export interface Controller extends Started {
+  base: string
+  token: string
+  call: Call
+  pid: number
+}
+
+/**
+ * Starts the controller as `npm start` runs it (its own process, default log level unless `env`
+ * says otherwise) on `db`, logs in as the admin and seeds `signers` signers with externalAuthUrl.
+ */
+export async function startController(
+  db: string,
+  options: { signers?: number; env?: Record<string, string> } = {},
+): Promise<Controller> {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const started = await startProcess(join(here, '../src/server.js'), base, '/health-checks', {
+    CTRL_PORT: String(port),
+    CTRL_DB: db,
+    CTRL_ADMIN_PASSWORD: PASSWORD,
+    ...options.env,
+  })
+  const login = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+  })
+  const token = login.headers.get('zt-session') as string
+  const call: Call = (method, url, body) =>
+    fetch(`${base}${url}`, {
+      method,
+      headers: { 'content-type': 'application/json', 'zt-session': token },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+  for (let i = 0; i < (options.signers ?? 0); i++) {
+    await call('POST', '/edge/management/v1/external-jwt-signers', {
+      name: `signer-${i}`,
+      enabled: true,
+      issuer: `https://idp-${i}.example`,
+      audience: 'ziti',
+      // Loopback port 1: the background key fetch is refused locally, nothing leaves the machine.
+      jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
+      externalAuthUrl: `https://idp-${i}.example/auth`,
+    })
+  }
+  return { ...started, base, token, call }
+}
