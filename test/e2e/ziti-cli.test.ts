@@ -5,7 +5,6 @@ import { join } from 'node:path'
 import { X509Certificates } from '@peculiar/x509'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
-  buildServer,
   type CallOptions,
   call,
   makeCaChain,
@@ -62,7 +61,6 @@ const dir = mkdtempSync(join(tmpdir(), 'ziti-cli-'))
 let provider: RunningProvider
 
 beforeAll(async () => {
-  buildServer()
   provider = await startOidcProvider(['ziti-tunneler'])
 }, 120_000)
 afterAll(async () => {

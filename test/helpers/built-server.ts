@@ -1,7 +1,6 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { webcrypto } from 'node:crypto'
 import { once } from 'node:events'
-import { existsSync, readdirSync, statSync } from 'node:fs'
 import type { IncomingHttpHeaders } from 'node:http'
 import { request } from 'node:https'
 import { join } from 'node:path'
@@ -9,25 +8,8 @@ import * as x509 from '@peculiar/x509'
 import './certs.js' // sets @peculiar/x509's crypto provider
 
 const root = new URL('../../', import.meta.url).pathname
-/** An output folder of its own, so that no other test's build rewrites files this server loads. */
-const outDir = join(root, 'dist', 'e2e')
-const serverJs = join(outDir, 'src', 'server.js')
-
-function newestMtime(path: string): number {
-  const stat = statSync(path)
-  if (!stat.isDirectory()) return stat.mtimeMs
-  return Math.max(stat.mtimeMs, ...readdirSync(path).map((f) => newestMtime(join(path, f))))
-}
-
-/** Compiles src/ with tsconfig.build.json, as `npm start` does, unless the output is newer. */
-export function buildServer(): void {
-  const sources = Math.max(newestMtime(join(root, 'src')), newestMtime(join(root, 'package.json')))
-  if (existsSync(serverJs) && statSync(serverJs).mtimeMs > sources) return
-  const tsc = join(root, 'node_modules/typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], {
-    cwd: root,
-  })
-}
+/** Built once for every test file by the global setup, as `npm start` builds it. */
+const serverJs = join(root, 'dist', 'src', 'server.js')
 
 export interface RunningServer {
   child: ChildProcess
