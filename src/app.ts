@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
+import { auditEventRoutes } from './routes/audit-events/index.js'
 import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
@@ -213,6 +214,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     })
   }
   await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, signers })
+  await app.register(auditEventRoutes, { prefix: `${m}/audit-events`, audit: services.audit, auth })
 
   app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/yaml').send(app.swagger({ yaml: true })),

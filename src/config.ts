@@ -29,6 +29,8 @@ export interface Config {
   httpHeadersTimeoutMs: number
   httpRequestTimeoutMs: number
   httpKeepAliveTimeoutMs: number
+  /** How long audit events are kept before the purge removes them. */
+  auditRetentionMs: number
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -62,6 +64,7 @@ export const DEFAULT_CONFIG: Config = {
   httpHeadersTimeoutMs: 10_000,
   httpRequestTimeoutMs: 30_000,
   httpKeepAliveTimeoutMs: 5_000,
+  auditRetentionMs: 720 * 3_600_000,
 }
 
 type Env = Record<string, string | undefined>
@@ -194,5 +197,6 @@ export function loadConfig(env: Env): Config {
       'CTRL_HTTP_KEEPALIVE_TIMEOUT',
       DEFAULT_CONFIG.httpKeepAliveTimeoutMs,
     ),
+    auditRetentionMs: duration(env, 'CTRL_AUDIT_RETENTION', DEFAULT_CONFIG.auditRetentionMs),
   }
 }

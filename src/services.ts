@@ -1,3 +1,4 @@
+import { AuditService } from './audit/audit-service.js'
 import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
 import { IdentityService } from './identities/identity-service.js'
@@ -14,6 +15,7 @@ import { SignerService } from './signers/signer-service.js'
 import type { SignerRecord, Store } from './store/types.js'
 
 const SESSION_PURGE_INTERVAL_MS = 60_000
+const AUDIT_PURGE_INTERVAL_MS = 60_000
 
 export interface ServiceOptions {
   store: Store
@@ -37,12 +39,27 @@ export async function createServices(o: ServiceOptions) {
   const { store, config, clock } = o
   const changes = new ChangeBus()
   const fetchPolicy = { allowHttp: config.jwksAllowHttp, blockPrivate: config.jwksBlockPrivate }
-  const policies = new AuthPolicyService(store, changes, clock)
-  const identities = new IdentityService(store, changes, policies, clock)
+
+  // --- audit events (issue 13 item 3): written by the domain services, purged on a timer ---
+  const audit = new AuditService({ store, clock, log: o.log, retentionMs: config.auditRetentionMs })
+  const auditPurge = setInterval(() => {
+    audit.purgeExpired().then(
+      (purged) => {
+        if (purged > 0) o.log.info({ purged }, 'expired audit events removed')
+      },
+      (err: unknown) => o.log.warn({ err }, 'audit event purge failed'),
+    )
+  }, AUDIT_PURGE_INTERVAL_MS)
+  auditPurge.unref()
+  // --- end audit events ---
+
+  const policies = new AuthPolicyService(store, changes, clock, audit)
+  const identities = new IdentityService(store, changes, policies, clock, audit)
   const signers = new SignerService({
     store,
     changes,
     clock,
+    audit,
     jwksUrlCheck: (url) => urlRefusal(url, fetchPolicy),
   })
   const sessions = new SessionService({
@@ -50,6 +67,7 @@ export async function createServices(o: ServiceOptions) {
     identity: (id) => identities.find(id),
     clock,
     timeoutMs: config.sessionTimeoutMs,
+    audit,
   })
 
   const fetcher = new JwksFetcher({
@@ -133,6 +151,7 @@ export async function createServices(o: ServiceOptions) {
     signers,
     policies,
     identities,
+    audit,
     verifier,
     /** Key status of this instance, and refresh-keys (this instance now, every other one told). */
     signerKeys: {
@@ -156,6 +175,7 @@ export async function createServices(o: ServiceOptions) {
     health: () => store.ping(),
     close: async () => {
       clearInterval(purge)
+      clearInterval(auditPurge)
       keys.close()
       await fetcher.close()
     },

@@ -16,6 +16,7 @@ describe('loadConfig', () => {
       httpHeadersTimeoutMs: 10_000,
       httpRequestTimeoutMs: 30_000,
       httpKeepAliveTimeoutMs: 5_000,
+      auditRetentionMs: 720 * 3_600_000,
     })
   })
 
@@ -35,6 +36,7 @@ describe('loadConfig', () => {
       CTRL_HTTP_HEADERS_TIMEOUT: '2s',
       CTRL_HTTP_REQUEST_TIMEOUT: '1m',
       CTRL_HTTP_KEEPALIVE_TIMEOUT: '500ms',
+      CTRL_AUDIT_RETENTION: '48h',
     })
     expect(c).toMatchObject({
       host: '0.0.0.0',
@@ -51,6 +53,7 @@ describe('loadConfig', () => {
       httpHeadersTimeoutMs: 2_000,
       httpRequestTimeoutMs: 60_000,
       httpKeepAliveTimeoutMs: 500,
+      auditRetentionMs: 48 * 3_600_000,
     })
   })
 
@@ -98,6 +101,8 @@ describe('loadConfig', () => {
     ['CTRL_DB_POOL', 'ten'],
     ['CTRL_DB_CONNECT_TIMEOUT', '30'],
     ['CTRL_DB_STATEMENT_TIMEOUT', '0s'],
+    ['CTRL_AUDIT_RETENTION', '30d'],
+    ['CTRL_AUDIT_RETENTION', '0'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

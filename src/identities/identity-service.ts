@@ -1,3 +1,5 @@
+import type { AuditContext, AuditService } from '../audit/audit-service.js'
+import { bodyFields, differingFields } from '../audit/changed-fields.js'
 import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
@@ -50,6 +52,8 @@ function lastAdmin(field: string, action: string): AppError {
   })
 }
 
+const ENTITY = (entityId: string) => ({ entityType: 'identities' as const, entityId })
+
 /** Identities: who may log in, as what, under which authentication policy. */
 export class IdentityService {
   readonly filterableFields = Object.keys(IDENTITY_LIST_SPEC.filterable)
@@ -59,6 +63,7 @@ export class IdentityService {
     private readonly changes: ChangeBus,
     private readonly policies: AuthPolicyService,
     private readonly clock: () => Date,
+    private readonly audit: AuditService,
   ) {}
 
   private emit(op: 'upsert' | 'delete', identity: IdentityRecord): void {
@@ -102,10 +107,10 @@ export class IdentityService {
     return this.store.repos.identities.list(parseListQuery(params, IDENTITY_LIST_SPEC))
   }
 
-  async create(input: IdentityInput): Promise<IdentityRecord> {
+  async create(input: IdentityInput, ctx?: AuditContext): Promise<IdentityRecord> {
     const now = this.clock().toISOString()
     const fields = fromInput(input)
-    const identity = await this.store.transaction(async (tx) => {
+    const [identity, event] = await this.store.transaction(async (tx) => {
       await this.checkPolicy(tx, fields)
       const record = {
         ...fields,
@@ -116,25 +121,34 @@ export class IdentityService {
       }
       await tx.identities.insert(record)
       await tx.publish({ entity: 'identity', op: 'upsert', id: record.id })
-      return record
+      const changedFields = bodyFields(input, [], true)
+      return [
+        record,
+        await this.audit.record(tx, ctx, { action: 'create', ...ENTITY(record.id), changedFields }),
+      ] as const
     })
+    this.audit.logged(event)
     this.emit('upsert', identity)
     return identity
   }
 
-  replace(id: string, input: IdentityInput): Promise<IdentityRecord> {
-    return this.update(id, () => fromInput(input))
+  replace(id: string, input: IdentityInput, ctx?: AuditContext): Promise<IdentityRecord> {
+    return this.update(id, () => fromInput(input), ctx)
   }
 
-  patch(id: string, patch: IdentityPatch): Promise<IdentityRecord> {
-    return this.update(id, (current) => fromInput(applyPatch(current, patch, PATCH_RULES)))
+  patch(id: string, patch: IdentityPatch, ctx?: AuditContext): Promise<IdentityRecord> {
+    const change = (current: IdentityRecord) => fromInput(applyPatch(current, patch, PATCH_RULES))
+    return this.update(id, change, ctx, bodyFields(patch))
   }
 
+  /** `patched`: the PATCH body's keys; a PUT records the fields whose stored value changed. */
   private async update(
     id: string,
     change: (current: IdentityRecord) => Fields,
+    ctx: AuditContext | undefined,
+    patched?: string[],
   ): Promise<IdentityRecord> {
-    const identity = await this.store.transaction(async (tx) => {
+    const [identity, event] = await this.store.transaction(async (tx) => {
       const current = await tx.identities.get(id)
       if (!current) throw notFound('identity', id)
       const fields = change(current)
@@ -148,14 +162,20 @@ export class IdentityService {
       await tx.identities.update(record)
       if (record.disabled) await tx.sessions.deleteForIdentity(id)
       await tx.publish({ entity: 'identity', op: 'upsert', id })
-      return record
+      const event = await this.audit.record(tx, ctx, {
+        action: patched ? 'patch' : 'update',
+        ...ENTITY(id),
+        changedFields: patched ?? differingFields(current, record),
+      })
+      return [record, event] as const
     })
+    this.audit.logged(event)
     this.emit('upsert', identity)
     return identity
   }
 
-  async delete(id: string): Promise<void> {
-    const identity = await this.store.transaction(async (tx) => {
+  async delete(id: string, ctx?: AuditContext): Promise<void> {
+    const [identity, event] = await this.store.transaction(async (tx) => {
       const current = await tx.identities.get(id)
       if (!current) throw notFound('identity', id)
       const enabledAdmins = await tx.identities.countEnabledAdmins()
@@ -164,13 +184,17 @@ export class IdentityService {
       }
       await tx.identities.delete(id)
       await tx.publish({ entity: 'identity', op: 'delete', id })
-      return current
+      return [
+        current,
+        await this.audit.record(tx, ctx, { action: 'delete', ...ENTITY(id) }),
+      ] as const
     })
+    this.audit.logged(event)
     this.emit('delete', identity)
   }
 
   /** Sets or replaces a password, checked against the identity's policy rules. */
-  async setPassword(id: string, password: string): Promise<void> {
+  async setPassword(id: string, password: string, ctx?: AuditContext): Promise<void> {
     const identity = await this.get(id)
     const policy = await this.policies.policyOf(identity)
     const min = policy?.updbMinPasswordLength ?? 12
@@ -191,11 +215,12 @@ export class IdentityService {
     }
     const hash = await hashPassword(password)
     const now = this.clock().toISOString()
-    const stored = await this.store.transaction(async (tx) => {
-      const ok = await tx.identities.setPasswordHash(id, hash, now)
-      if (ok) await tx.publish({ entity: 'identity', op: 'upsert', id })
-      return ok
+    const event = await this.store.transaction(async (tx) => {
+      if (!(await tx.identities.setPasswordHash(id, hash, now))) throw notFound('identity', id)
+      await tx.publish({ entity: 'identity', op: 'upsert', id })
+      const changedFields = ['password']
+      return this.audit.record(tx, ctx, { action: 'set-password', ...ENTITY(id), changedFields })
     })
-    if (!stored) throw notFound('identity', id)
+    this.audit.logged(event)
   }
 }

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import { type AuditContext, type AuditEventRecord, AuditService } from '../audit/audit-service.js'
 import { newId } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
 import type { IdentityRecord, SessionRecord, Store } from '../store/types.js'
@@ -17,6 +18,18 @@ export interface SessionServiceOptions {
   identity: (id: string) => Promise<IdentityRecord | undefined>
   clock: () => Date
   timeoutMs: number
+  /** Records logins and logouts (default: stored but not logged, for unit tests). */
+  audit?: AuditService | undefined
+}
+
+interface PendingLogin {
+  session: SessionRecord
+  event: AuditEventRecord
+}
+
+/** The login method an authenticator stands for, as audit events name it. */
+function loginMethod(authenticatorId: string): string {
+  return authenticatorId === 'updb' ? 'password' : 'ext-jwt'
 }
 
 // Sliding expiry is written at most this often per session, so busy clients do not write per call.
@@ -28,20 +41,28 @@ export function hashToken(token: string): Buffer {
 
 /** API sessions: random bearer tokens, stored only as hashes, expiring after idle time. */
 export class SessionService {
-  private readonly writer: BatchWriter<SessionRecord>
+  private readonly writer: BatchWriter<PendingLogin>
+  private readonly audit: AuditService
 
   constructor(private readonly options: SessionServiceOptions) {
-    this.writer = new BatchWriter(options.store, (tx, batch) => tx.sessions.insertMany(batch))
+    this.audit = options.audit ?? AuditService.unlogged(options.store, options.clock)
+    // A login's audit event commits with its session.
+    this.writer = new BatchWriter(options.store, async (tx, batch) => {
+      await tx.sessions.insertMany(batch.map((b) => b.session))
+      await tx.audit.insertMany(batch.map((b) => b.event))
+    })
   }
 
   /**
    * Opens a session for an identity; resolves, once it is stored, with the record and the token
-   * (shown once). Logins arriving together share one commit.
+   * (shown once). Logins arriving together share one commit. The audit event's actor is the
+   * identity that logged in.
    */
   async open(
     identity: IdentityRecord,
     authenticatorId: string,
     ipAddress: string,
+    ctx?: AuditContext,
   ): Promise<{ session: SessionRecord; token: string }> {
     const token = randomBytes(32).toString('base64url')
     const now = this.options.clock()
@@ -56,7 +77,17 @@ export class SessionService {
       lastActivityAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + this.options.timeoutMs).toISOString(),
     }
-    await this.writer.add(session)
+    const event = this.audit.event(
+      { actor: { id: identity.id, name: identity.name }, requestId: ctx?.requestId ?? null },
+      {
+        action: 'login',
+        entityType: 'api-sessions',
+        entityId: session.id,
+        method: loginMethod(authenticatorId),
+      },
+    )
+    await this.writer.add({ session, event })
+    this.audit.logged(event)
     return { session, token }
   }
 
@@ -83,8 +114,14 @@ export class SessionService {
     return { session, identity }
   }
 
-  async end(sessionId: string): Promise<void> {
-    await this.options.store.repos.sessions.delete(sessionId)
+  /** Logout: ends a session (recording who ended it). */
+  async end(sessionId: string, ctx?: AuditContext): Promise<void> {
+    const event = await this.options.store.transaction(async (tx) => {
+      if (!(await tx.sessions.delete(sessionId))) return undefined
+      const entry = { action: 'logout', entityType: 'api-sessions', entityId: sessionId } as const
+      return this.audit.record(tx, ctx, entry)
+    })
+    if (event) this.audit.logged(event)
   }
 
   /** Removes sessions past their expiry; resolves with how many. */

@@ -1,3 +1,5 @@
+import type { AuditContext, AuditService } from '../audit/audit-service.js'
+import { bodyFields, differingFields } from '../audit/changed-fields.js'
 import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
@@ -73,6 +75,10 @@ function toInput(p: AuthPolicyRecord): AuthPolicyInput {
   }
 }
 
+const ENTITY = (entityId: string) => ({ entityType: 'auth-policies' as const, entityId })
+/** Audit events name the fields inside these objects by dotted paths. */
+const NESTED = ['primary', 'secondary']
+
 /** Primary authentication methods a policy can allow. */
 export type PrimaryMethod = 'updb' | 'ext-jwt'
 
@@ -86,6 +92,7 @@ export class AuthPolicyService {
     private readonly store: Store,
     private readonly changes: ChangeBus,
     private readonly clock: () => Date,
+    private readonly audit: AuditService,
   ) {
     changes.on((event) => {
       if (event.entity === 'policy') this.cache.clear()
@@ -147,9 +154,9 @@ export class AuthPolicyService {
     return this.store.repos.policies.list(parseListQuery(params, AUTH_POLICY_LIST_SPEC))
   }
 
-  async create(input: AuthPolicyInput): Promise<AuthPolicyRecord> {
+  async create(input: AuthPolicyInput, ctx?: AuditContext): Promise<AuthPolicyRecord> {
     const now = this.clock().toISOString()
-    const policy = await this.store.transaction(async (tx) => {
+    const [policy, event] = await this.store.transaction(async (tx) => {
       const record = {
         ...(await this.check(tx, input)),
         id: newId(),
@@ -158,31 +165,39 @@ export class AuthPolicyService {
       }
       await tx.policies.insert(record)
       await tx.publish({ entity: 'policy', op: 'upsert', id: record.id })
-      return record
+      const changedFields = bodyFields(input, NESTED, true)
+      return [
+        record,
+        await this.audit.record(tx, ctx, { action: 'create', ...ENTITY(record.id), changedFields }),
+      ] as const
     })
+    this.audit.logged(event)
     this.emit('upsert', policy)
     return policy
   }
 
-  replace(id: string, input: AuthPolicyInput): Promise<AuthPolicyRecord> {
-    return this.update(id, () => input)
+  replace(id: string, input: AuthPolicyInput, ctx?: AuditContext): Promise<AuthPolicyRecord> {
+    return this.update(id, () => input, ctx)
   }
 
-  patch(id: string, patch: AuthPolicyPatch): Promise<AuthPolicyRecord> {
-    return this.update(id, (current) =>
+  patch(id: string, patch: AuthPolicyPatch, ctx?: AuditContext): Promise<AuthPolicyRecord> {
+    const next = (current: AuthPolicyRecord) =>
       applyPatch(toInput(current), patch, {
         defaults: { tags: {} },
         required: ['name', 'primary', 'secondary'],
         deep: ['primary', 'secondary', 'tags'],
-      }),
-    )
+      })
+    return this.update(id, next, ctx, bodyFields(patch, NESTED))
   }
 
+  /** `patched`: the PATCH body's fields; a PUT records the fields whose stored value changed. */
   private async update(
     id: string,
     next: (current: AuthPolicyRecord) => AuthPolicyInput,
+    ctx: AuditContext | undefined,
+    patched?: string[],
   ): Promise<AuthPolicyRecord> {
-    const policy = await this.store.transaction(async (tx) => {
+    const [policy, event] = await this.store.transaction(async (tx) => {
       const current = await tx.policies.get(id)
       if (!current) throw notFound('policy', id)
       const record = {
@@ -193,14 +208,20 @@ export class AuthPolicyService {
       }
       await tx.policies.update(record)
       await tx.publish({ entity: 'policy', op: 'upsert', id })
-      return record
+      const event = await this.audit.record(tx, ctx, {
+        action: patched ? 'patch' : 'update',
+        ...ENTITY(id),
+        changedFields: patched ?? differingFields(toInput(current), toInput(record), NESTED),
+      })
+      return [record, event] as const
     })
+    this.audit.logged(event)
     this.emit('upsert', policy)
     return policy
   }
 
-  async delete(id: string): Promise<void> {
-    const policy = await this.store.transaction(async (tx) => {
+  async delete(id: string, ctx?: AuditContext): Promise<void> {
+    const [policy, event] = await this.store.transaction(async (tx) => {
       const current = await tx.policies.get(id)
       if (!current) throw notFound('policy', id)
       if (id === 'default') {
@@ -215,8 +236,12 @@ export class AuthPolicyService {
       }
       await tx.policies.delete(id)
       await tx.publish({ entity: 'policy', op: 'delete', id })
-      return current
+      return [
+        current,
+        await this.audit.record(tx, ctx, { action: 'delete', ...ENTITY(id) }),
+      ] as const
     })
+    this.audit.logged(event)
     this.emit('delete', policy)
   }
 }

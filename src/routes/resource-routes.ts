@@ -1,8 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import type { onRequestAsyncHookHandler } from 'fastify'
+import type { AuditContext } from '../audit/audit-service.js'
 import { fieldError } from '../errors.js'
 import type { ListPage, ListParams } from '../resources.js'
+import { auditContext } from './audit-events/context.js'
 import {
   CreateEnvelopeSchema,
   EmptyEnvelopeSchema,
@@ -13,14 +15,14 @@ import {
   tooDeepField,
 } from './common-schemas.js'
 
-/** What a management resource's domain service offers to its routes. */
+/** What a management resource's domain service offers to its routes (writes are audited). */
 export interface ResourceService<Rec extends { id: string }, Body, Patch> {
-  create(body: Body): Promise<Rec>
+  create(body: Body, ctx: AuditContext): Promise<Rec>
   get(id: string): Promise<Rec>
   list(params: ListParams): Promise<ListPage<Rec>>
-  replace(id: string, body: Body): Promise<Rec>
-  patch(id: string, patch: Patch): Promise<Rec>
-  delete(id: string): Promise<void>
+  replace(id: string, body: Body, ctx: AuditContext): Promise<Rec>
+  patch(id: string, patch: Patch, ctx: AuditContext): Promise<Rec>
+  delete(id: string, ctx: AuditContext): Promise<void>
   readonly filterableFields: string[]
 }
 
@@ -78,7 +80,8 @@ export function resourceRoutes<
         },
       },
       async (request, reply) => {
-        const { id } = await o.service.create(request.body as Static<B>) // validated against o.body
+        const body = request.body as Static<B> // validated against o.body
+        const { id } = await o.service.create(body, auditContext(request))
         return reply.code(201).send({ data: { id, _links: selfLink(o.segment, id) }, meta: {} })
       },
     )
@@ -130,7 +133,8 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        await o.service.replace(request.params.id, request.body as Static<B>) // validated against o.body
+        const body = request.body as Static<B> // validated against o.body
+        await o.service.replace(request.params.id, body, auditContext(request))
         return empty
       },
     )
@@ -146,7 +150,8 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        await o.service.patch(request.params.id, request.body as Static<P>) // validated against o.patch
+        const patch = request.body as Static<P> // validated against o.patch
+        await o.service.patch(request.params.id, patch, auditContext(request))
         return empty
       },
     )
@@ -161,7 +166,7 @@ export function resourceRoutes<
         },
       },
       async (request) => {
-        await o.service.delete(request.params.id)
+        await o.service.delete(request.params.id, auditContext(request))
         return empty
       },
     )

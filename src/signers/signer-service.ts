@@ -1,3 +1,5 @@
+import { type AuditContext, AuditService } from '../audit/audit-service.js'
+import { bodyFields, differingFields } from '../audit/changed-fields.js'
 import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
@@ -21,15 +23,26 @@ export interface SignerServiceOptions {
   store: Store
   changes: ChangeBus
   clock: () => Date
+  /** Default: a trail that is stored but not logged (benchmarks and unit tests). */
+  audit?: AuditService | undefined
   /** Why a jwksEndpoint may not be fetched from (the SSRF policy), or undefined. */
   jwksUrlCheck?: (url: string) => string | undefined
 }
+
+const ENTITY = (entityId: string) => ({ entityType: 'external-jwt-signers' as const, entityId })
 
 /** Management of external JWT signers: the rules of the seed on top of the store. */
 export class SignerService {
   readonly filterableFields = Object.keys(SIGNER_LIST_SPEC.filterable)
 
-  constructor(private readonly options: SignerServiceOptions) {}
+  private readonly options: SignerServiceOptions & { audit: AuditService }
+
+  constructor(options: SignerServiceOptions) {
+    this.options = {
+      ...options,
+      audit: options.audit ?? AuditService.unlogged(options.store, options.clock),
+    }
+  }
 
   private build(
     fields: WritableSigner,
@@ -61,13 +74,17 @@ export class SignerService {
     })
   }
 
-  async create(input: SignerInput): Promise<SignerRecord> {
+  async create(input: SignerInput, ctx?: AuditContext): Promise<SignerRecord> {
+    const { audit } = this.options
     const now = this.options.clock().toISOString()
     const signer = this.build(fromInput(input), { id: newId(), createdAt: now }, now)
-    await this.options.store.transaction(async (tx) => {
+    const event = await this.options.store.transaction(async (tx) => {
       await tx.signers.insert(signer)
       await tx.publish({ entity: 'signer', op: 'upsert', id: signer.id })
+      const changedFields = bodyFields(input, [], true)
+      return audit.record(tx, ctx, { action: 'create', ...ENTITY(signer.id), changedFields })
     })
+    audit.logged(event)
     this.emit('upsert', signer)
     return signer
   }
@@ -88,34 +105,45 @@ export class SignerService {
   }
 
   /** PUT: omitted optional fields reset to their defaults. */
-  replace(id: string, input: SignerInput): Promise<SignerRecord> {
-    return this.update(id, () => fromInput(input))
+  replace(id: string, input: SignerInput, ctx?: AuditContext): Promise<SignerRecord> {
+    return this.update(id, () => fromInput(input), ctx)
   }
 
   /** PATCH: only the keys present change. */
-  patch(id: string, patch: SignerPatch): Promise<SignerRecord> {
-    return this.update(id, (current) => applySignerPatch(current, patch))
+  patch(id: string, patch: SignerPatch, ctx?: AuditContext): Promise<SignerRecord> {
+    return this.update(id, (current) => applySignerPatch(current, patch), ctx, bodyFields(patch))
   }
 
+  /** `patched`: the PATCH body's keys; a PUT records the fields whose stored value changed. */
   private async update(
     id: string,
     change: (current: WritableSigner) => WritableSigner,
+    ctx: AuditContext | undefined,
+    patched?: string[],
   ): Promise<SignerRecord> {
-    const [signer, previous] = await this.options.store.transaction(async (tx) => {
+    const { audit } = this.options
+    const [signer, previous, event] = await this.options.store.transaction(async (tx) => {
       const current = await tx.signers.get(id)
       if (!current) throw notFound('signer', id)
       const now = this.options.clock().toISOString()
       const next = this.build(change(current), { id, createdAt: current.createdAt }, now)
       if (!(await tx.signers.update(next))) throw notFound('signer', id)
       await tx.publish({ entity: 'signer', op: 'upsert', id })
-      return [next, current] as const
+      const event = await audit.record(tx, ctx, {
+        action: patched ? 'patch' : 'update',
+        ...ENTITY(id),
+        changedFields: patched ?? differingFields(current, next),
+      })
+      return [next, current, event] as const
     })
+    audit.logged(event)
     this.emit('upsert', signer, previous)
     return signer
   }
 
-  async delete(id: string): Promise<void> {
-    const signer = await this.options.store.transaction(async (tx) => {
+  async delete(id: string, ctx?: AuditContext): Promise<void> {
+    const { audit } = this.options
+    const [signer, event] = await this.options.store.transaction(async (tx) => {
       const current = await tx.signers.get(id)
       if (!current) throw notFound('signer', id)
       const field = await tx.policies.signerReference(id)
@@ -126,8 +154,9 @@ export class SignerService {
       }
       await tx.signers.delete(id)
       await tx.publish({ entity: 'signer', op: 'delete', id })
-      return current
+      return [current, await audit.record(tx, ctx, { action: 'delete', ...ENTITY(id) })] as const
     })
+    audit.logged(event)
     this.emit('delete', signer)
   }
 }

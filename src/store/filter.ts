@@ -151,6 +151,9 @@ class Parser {
     const t = this.next()
     const name = t.kind === 'ident' ? t.text : ''
     if (name === '') throw invalidFilter('expected a field name', t.pos)
+    // A dotted field name of its own (`actor.id`) before the `tags.NAME` form.
+    const exact = Object.hasOwn(this.fields, name) ? this.fields[name] : undefined
+    if (exact && exact.type !== 'tags') return { spec: exact }
     const dot = name.indexOf('.')
     const base = dot < 0 ? name : name.slice(0, dot)
     const spec = Object.hasOwn(this.fields, base) ? this.fields[base] : undefined

@@ -79,6 +79,37 @@ export interface SessionRecord {
   expiresAt: string
 }
 
+export type AuditAction =
+  | 'create'
+  | 'update'
+  | 'patch'
+  | 'delete'
+  | 'set-password'
+  | 'login'
+  | 'logout'
+
+/** The kinds of entity audit events name (the edge API's entity names). */
+export type AuditEntityType =
+  | 'external-jwt-signers'
+  | 'identities'
+  | 'auth-policies'
+  | 'api-sessions'
+
+/** An audit event as stored: who did what to which entity; field names only, never values. */
+export interface AuditEventRecord {
+  id: string
+  at: string
+  /** The identity that made the change (for a login, the one that logged in); null when internal. */
+  actor: { id: string; name: string } | null
+  action: AuditAction
+  entityType: AuditEntityType
+  entityId: string
+  requestId: string | null
+  /** The login method (`password`, `ext-jwt`) of a login; null otherwise. */
+  method: string | null
+  changedFields: string[]
+}
+
 /** Persistence of external JWT signers. Writes of a unique name, issuer or kid fail with a 400. */
 export interface SignerRepository {
   insert(signer: SignerRecord): Promise<void>
@@ -135,11 +166,20 @@ export interface SessionRepository {
   all(): Promise<SessionRecord[]>
 }
 
+/** Persistence of audit events (written inside the unit of work of the change they record). */
+export interface AuditRepository {
+  insertMany(events: AuditEventRecord[]): Promise<void>
+  list(query: ListQuery): Promise<ListPage<AuditEventRecord>>
+  /** Removes events older than `before`; resolves with how many. */
+  deleteBefore(before: string): Promise<number>
+}
+
 export interface Repositories {
   signers: SignerRepository
   identities: IdentityRepository
   policies: AuthPolicyRepository
   sessions: SessionRepository
+  audit: AuditRepository
 }
 
 /** A change to a stored entity, as other instances learn of it. */

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { IdentityRecord, IdentityService } from '../../identities/identity-service.js'
 import type { SessionService } from '../../identities/session-service.js'
 import type { AuthPolicyService } from '../../policies/auth-policy-service.js'
+import { auditContext } from '../audit-events/context.js'
 import { type AuthDeps, requireSession } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses, IdParamsSchema } from '../common-schemas.js'
 import { resourceRoutes, selfLink } from '../resource-routes.js'
@@ -100,7 +101,7 @@ export const identityPasswordRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => {
-      await identities.setPassword(request.params.id, request.body.password)
+      await identities.setPassword(request.params.id, request.body.password, auditContext(request))
       return { data: {}, meta: {} }
     },
   )

@@ -6,6 +6,7 @@ import { checkPassword, type PasswordLoginDeps } from '../../identities/password
 import type { SessionRecord } from '../../identities/session-service.js'
 import { bearerChallenge, bearerTokens } from '../../jwt/challenge.js'
 import { JwtRejected } from '../../jwt/verify.js'
+import { auditContext } from '../audit-events/context.js'
 import {
   type AuthDeps,
   authQueries,
@@ -139,7 +140,12 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
             }))
           : await passwordLogin(request.body)
       const secondary = await evaluateSecondary(auth, request, identity)
-      const { session, token } = await sessions.open(identity, authenticatorId, request.ip)
+      const { session, token } = await sessions.open(
+        identity,
+        authenticatorId,
+        request.ip,
+        auditContext(request),
+      )
       const seconds = sessions.expirationSeconds(session)
       sessionHeaders(reply, session, seconds)
       reply.header('zt-session', token)
@@ -179,7 +185,8 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       schema: { tags, response: { 200: EmptyEnvelopeSchema, ...errorResponses(401) } },
     },
     async (request) => {
-      await sessions.end((request.auth as NonNullable<FastifyRequest['auth']>).session.id) // set by the hook
+      const { session } = request.auth as NonNullable<FastifyRequest['auth']> // set by the hook
+      await sessions.end(session.id, auditContext(request))
       return { data: {}, meta: {} }
     },
   )

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import type { FeedEvent, Repositories, Store, StoreChange, UnitOfWork } from '../types.js'
+import { PgAuditRepository } from './audit-repository.js'
 import { PgAuthPolicyRepository } from './auth-policy-repository.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
@@ -16,6 +17,7 @@ function repositories(db: Queryable): Repositories {
     identities: new PgIdentityRepository(db),
     policies: new PgAuthPolicyRepository(db),
     sessions: new PgSessionRepository(db),
+    audit: new PgAuditRepository(db),
   }
 }
 

@@ -1,3 +1,4 @@
+import { AuditRepository } from '../audit-repository.js'
 import { AuthPolicyRepository } from '../auth-policy-repository.js'
 import type { Db } from '../db.js'
 import { IdentityRepository } from '../identity-repository.js'
@@ -30,6 +31,7 @@ interface SyncRepositories {
   identities: Sync<Repositories['identities']>
   policies: Sync<Repositories['policies']>
   sessions: Sync<Repositories['sessions']>
+  audit: Sync<Repositories['audit']>
 }
 
 function facades(sync: SyncRepositories, run: Runner): Repositories {
@@ -38,6 +40,7 @@ function facades(sync: SyncRepositories, run: Runner): Repositories {
     identities: facade(sync.identities, run),
     policies: facade(sync.policies, run),
     sessions: facade(sync.sessions, run),
+    audit: facade(sync.audit, run),
   }
 }
 
@@ -59,6 +62,7 @@ export class SqliteStore implements Store {
       identities: new IdentityRepository(db),
       policies: new AuthPolicyRepository(db),
       sessions: new SessionRepository(db),
+      audit: new AuditRepository(db),
     }
     this.repos = facades(sync, (fn) => this.mutex.run(fn))
     // Inside a unit of work the lock is already held: statements run at once.

@@ -1,0 +1,102 @@
+import type { Db } from './db.js'
+import type { ListPage, ListQuery, ListSpec } from './list-query.js'
+import { ListRunner } from './list-runner.js'
+import type { AuditAction, AuditEntityType, AuditEventRecord } from './types.js'
+
+export type { AuditEventRecord }
+
+interface AuditRow {
+  id: string
+  at: string
+  actor_id: string | null
+  actor_name: string | null
+  action: string
+  entity_type: string
+  entity_id: string
+  request_id: string | null
+  method: string | null
+  changed_fields: string
+}
+
+function toRecord(r: AuditRow): AuditEventRecord {
+  return {
+    id: r.id,
+    at: r.at,
+    actor: r.actor_id === null ? null : { id: r.actor_id, name: r.actor_name ?? '' },
+    action: r.action as AuditAction, // written from an AuditAction by toRow
+    entityType: r.entity_type as AuditEntityType, // written from an AuditEntityType by toRow
+    entityId: r.entity_id,
+    requestId: r.request_id,
+    method: r.method,
+    changedFields: JSON.parse(r.changed_fields) as string[], // written by toRow
+  }
+}
+
+function toRow(e: AuditEventRecord): AuditRow {
+  return {
+    id: e.id,
+    at: e.at,
+    actor_id: e.actor?.id ?? null,
+    actor_name: e.actor?.name ?? null,
+    action: e.action,
+    entity_type: e.entityType,
+    entity_id: e.entityId,
+    request_id: e.requestId,
+    method: e.method,
+    changed_fields: JSON.stringify(e.changedFields),
+  }
+}
+
+/** Filters and sorts of the audit event list; `seq` breaks ties between events of one millisecond. */
+export const AUDIT_LIST_SPEC: ListSpec = {
+  filterable: {
+    id: { column: 'id', type: 'string' },
+    at: { column: 'at', type: 'datetime' },
+    action: { column: 'action', type: 'string' },
+    entityType: { column: 'entity_type', type: 'string' },
+    entityId: { column: 'entity_id', type: 'string' },
+    'actor.id': { column: 'actor_id', type: 'string' },
+    'actor.name': { column: 'actor_name', type: 'string' },
+    method: { column: 'method', type: 'string' },
+    requestId: { column: 'request_id', type: 'string' },
+  },
+  sortable: {
+    at: 'at',
+    action: 'action',
+    entityType: 'entity_type',
+    entityId: 'entity_id',
+    'actor.id': 'actor_id',
+  },
+  idColumn: 'seq',
+}
+
+/** Persistence of audit events. */
+export class AuditRepository {
+  private readonly insertStmt
+  private readonly deleteBeforeStmt
+  private readonly lists: ListRunner<AuditRow, AuditEventRecord>
+
+  constructor(db: Db) {
+    this.insertStmt = db.prepare<AuditRow>(
+      `INSERT INTO audit_events (id, at, actor_id, actor_name, action, entity_type, entity_id,
+         request_id, method, changed_fields)
+       VALUES (@id, @at, @actor_id, @actor_name, @action, @entity_type, @entity_id,
+         @request_id, @method, @changed_fields)`,
+    )
+    this.deleteBeforeStmt = db.prepare<[string]>('DELETE FROM audit_events WHERE at < ?')
+    this.lists = new ListRunner(db, 'audit_events', toRecord)
+  }
+
+  /** Call inside a transaction: the events of one unit of work. */
+  insertMany(events: AuditEventRecord[]): void {
+    for (const e of events) this.insertStmt.run(toRow(e))
+  }
+
+  list(query: ListQuery): ListPage<AuditEventRecord> {
+    return this.lists.run(query)
+  }
+
+  deleteBefore(before: string): number {
+    return this.deleteBeforeStmt.run(before).changes
+  }
+}
