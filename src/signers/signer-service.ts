@@ -37,11 +37,33 @@ export class SignerService {
 
   private readonly options: SignerServiceOptions & { audit: AuditService }
 
+  private readonly listListeners: (() => void)[] = []
+
   constructor(options: SignerServiceOptions) {
     this.options = {
       ...options,
       audit: options.audit ?? AuditService.unlogged(options.store, options.clock),
     }
+    options.changes.on((event) => {
+      if (event.entity === 'signer') for (const l of this.listListeners) l()
+    })
+    options.store.onFeed((event) => {
+      if (event.type !== 'change') for (const l of this.listListeners) l()
+    })
+  }
+
+  /** Called whenever a signer changed (here or on another instance) or changes may be missed. */
+  onListChange(listener: () => void): void {
+    this.listListeners.push(listener)
+  }
+
+  /**
+   * The version signer lists are valid for, or undefined while changes may have been missed (no
+   * list may then be served from memory).
+   */
+  async listVersion(): Promise<string | undefined> {
+    const { store } = this.options
+    return store.stale ? undefined : store.repos.signers.listVersion()
   }
 
   private build(

@@ -213,6 +213,10 @@ export class SignerRepository {
     return row ? toRecord(row) : undefined
   }
 
+  listVersion(): string {
+    return ''
+  }
+
   getByIssuer(issuer: string): SignerRecord | undefined {
     const row = this.byIssuerStmt.get(issuer)
     return row ? toRecord(row) : undefined

@@ -120,6 +120,11 @@ export interface SignerRepository {
   getByIssuer(issuer: string): Promise<SignerRecord | undefined>
   all(): Promise<SignerRecord[]>
   list(query: ListQuery): Promise<ListPage<SignerRecord>>
+  /**
+   * Changes whenever any signer is written, by any instance (a cache of signer lists is valid for
+   * one value). SQLite has one writer, which hears its own changes: its version never changes.
+   */
+  listVersion(): Promise<string>
   /** Enabled signers with an externalAuthUrl (only id and name are filterable). */
   listForClient(query: ListQuery): Promise<ClientSignerRow[]>
 }

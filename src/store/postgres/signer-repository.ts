@@ -111,18 +111,32 @@ export class PgSignerRepository implements SignerRepository {
     }
   }
 
+  /** Counts every signer write, in the writer's transaction (see listVersion). */
+  private async bump(): Promise<void> {
+    await this.db.query('UPDATE signer_list_version SET version = version + 1')
+  }
+
   async insert(signer: SignerRecord): Promise<void> {
     try {
       await this.db.query(INSERT, values(signer))
+      await this.bump()
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }
   }
 
+  async listVersion(): Promise<string> {
+    const sql = 'SELECT version::text AS v FROM signer_list_version'
+    const [row] = (await this.rows(sql, [], 'signer-list-version')) as unknown as { v: string }[] // one row, one text column
+    return row?.v ?? ''
+  }
+
   async update(signer: SignerRecord): Promise<boolean> {
     try {
       const params = values(signer).filter((_, i) => i !== 19) // every column but created_at
-      return ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
+      const changed = ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
+      if (changed) await this.bump()
+      return changed
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }
@@ -130,7 +144,10 @@ export class PgSignerRepository implements SignerRepository {
 
   async delete(id: string): Promise<boolean> {
     try {
-      return ((await this.db.query('DELETE FROM signers WHERE id = $1', [id])).rowCount ?? 0) > 0
+      const deleted =
+        ((await this.db.query('DELETE FROM signers WHERE id = $1', [id])).rowCount ?? 0) > 0
+      if (deleted) await this.bump()
+      return deleted
     } catch (err) {
       throw mapPgError(err)
     }

@@ -1,0 +1,108 @@
+import type { FastifyInstance } from 'fastify'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp, caller, login } from '../helpers/app.js'
+import { freshPostgresUrl, PG_URL, STORES } from '../helpers/stores.js'
+
+const CLIENT = '/edge/client/v1/external-jwt-signers'
+const M = '/edge/management/v1/external-jwt-signers'
+
+const body = (name: string, extra: object = {}) => ({
+  name,
+  enabled: true,
+  issuer: `https://${name}.example`,
+  audience: 'ziti',
+  jwksEndpoint: `https://${name}.example/jwks`,
+  externalAuthUrl: `https://${name}.example/auth`,
+  ...extra,
+})
+
+async function names(app: FastifyInstance): Promise<string[]> {
+  const res = await app.inject({ method: 'GET', url: CLIENT })
+  expect(res.statusCode).toBe(200)
+  return res.json().data.map((s: { name: string }) => s.name)
+}
+
+describe.each(STORES)('client signer list answers from memory, exactly, on %s', (storeKind) => {
+  it('carries an ETag, answers 304 to If-None-Match with it, and 200 to any other', async () => {
+    const app = await buildTestApp({ storeKind })
+    const call = caller(app, await login(app))
+    await call('POST', M, body('one'))
+    const first = await app.inject({ method: 'GET', url: CLIENT })
+    const etag = first.headers.etag as string
+    expect(etag).toMatch(/^"[\w-]+"$/)
+    expect(first.headers['content-type']).toMatch(/^application\/json/)
+    const again = await app.inject({ method: 'GET', url: CLIENT })
+    expect(again.headers.etag).toBe(etag)
+    expect(again.body).toBe(first.body)
+    const cached = await app.inject({
+      method: 'GET',
+      url: CLIENT,
+      headers: { 'if-none-match': etag },
+    })
+    expect(cached.statusCode).toBe(304)
+    expect(cached.body).toBe('')
+    const weak = await app.inject({
+      method: 'GET',
+      url: CLIENT,
+      headers: { 'if-none-match': `"other", W/${etag}` },
+    })
+    expect(weak.statusCode).toBe(304)
+    const stale = await app.inject({
+      method: 'GET',
+      url: CLIENT,
+      headers: { 'if-none-match': '"not-it"' },
+    })
+    expect(stale.statusCode).toBe(200)
+    expect(stale.json().data).toHaveLength(1)
+    // Another page has its own tag.
+    const paged = await app.inject({ method: 'GET', url: `${CLIENT}?limit=1&offset=1` })
+    expect(paged.json().data).toEqual([])
+    expect(paged.headers.etag).not.toBe(etag)
+  })
+
+  it('shows every kind of change in the very next response', async () => {
+    const app = await buildTestApp({ storeKind })
+    const call = caller(app, await login(app))
+    expect(await names(app)).toEqual([])
+    const created = await call('POST', M, body('alpha'))
+    const id = created.json().data.id
+    const tag = (await app.inject({ method: 'GET', url: CLIENT })).headers.etag
+    expect(await names(app)).toEqual(['alpha'])
+    await call('PATCH', `${M}/${id}`, { name: 'beta' })
+    expect(await names(app)).toEqual(['beta'])
+    const after = await app.inject({
+      method: 'GET',
+      url: CLIENT,
+      headers: { 'if-none-match': tag as string },
+    })
+    expect(after.statusCode).toBe(200)
+    await call('PATCH', `${M}/${id}`, { enabled: false })
+    expect(await names(app)).toEqual([])
+    await call('PATCH', `${M}/${id}`, { enabled: true })
+    expect(await names(app)).toEqual(['beta'])
+    await call('PUT', `${M}/${id}`, body('gamma', { externalAuthUrl: null }))
+    expect(await names(app)).toEqual([])
+    await call('PUT', `${M}/${id}`, body('gamma'))
+    expect(await names(app)).toEqual(['gamma'])
+    await call('DELETE', `${M}/${id}`)
+    expect(await names(app)).toEqual([])
+  })
+})
+
+describe.skipIf(!PG_URL)('client signer list on two instances of one PostgreSQL database', () => {
+  it('shows a change made through the other instance in the very next response', async () => {
+    const url = await freshPostgresUrl()
+    const a = await buildTestApp({ config: { dbPath: url } })
+    const b = await buildTestApp({ config: { dbPath: url } })
+    const call = caller(a, await login(a))
+    expect(await names(b)).toEqual([])
+    const id = (await call('POST', M, body('shared'))).json().data.id
+    expect(await names(b)).toEqual(['shared'])
+    await call('PATCH', `${M}/${id}`, { enabled: false })
+    expect(await names(b)).toEqual([])
+    await call('PATCH', `${M}/${id}`, { enabled: true, name: 'renamed' })
+    expect(await names(b)).toEqual(['renamed'])
+    await call('DELETE', `${M}/${id}`)
+    expect(await names(b)).toEqual([])
+  })
+})
