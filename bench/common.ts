@@ -25,6 +25,18 @@ export async function measure(
   } = {},
 ): Promise<Result> {
   const nextHeaders = options.headers
+  if (options.amount === undefined) {
+    // A second of the same load first, so every figure is of a warmed-up process (JIT, caches).
+    await autocannon({
+      url,
+      method: options.method ?? 'GET',
+      connections: CONNECTIONS,
+      duration: 1,
+      ...(nextHeaders
+        ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
+        : {}),
+    })
+  }
   const result = await autocannon({
     url,
     method: options.method ?? 'GET',

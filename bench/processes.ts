@@ -24,7 +24,9 @@ export async function startProcess(
   probe: string,
   env: Record<string, string> = {},
 ): Promise<Started> {
-  const child: ChildProcess = spawn(process.execPath, [script], {
+  // BENCH_NODE_ARGS (for example `--cpu-prof --cpu-prof-dir=prof`) profiles the servers under load.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, script], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   })

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import closeWithGrace from 'close-with-grace'
+import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
@@ -44,8 +45,12 @@ async function main(): Promise<void> {
     }
   }
 
+  // Log lines are written asynchronously (a request never waits on stdout; lines written while one
+  // write is under way go out together) and flushed when the process stops.
+  const logStream = pino.destination({ dest: 1, sync: false })
   const app = await buildApp({
     config,
+    logger: { level: config.logLevel, stream: logStream },
     ...(https ? { https } : {}),
     ...(caPem === undefined ? {} : { caPem }),
     onGeneratedAdminPassword: (name, password) => {
@@ -60,6 +65,7 @@ async function main(): Promise<void> {
     if (err) app.log.error({ err }, 'closing after an error')
     else app.log.info({ signal }, 'shutting down')
     await app.close()
+    logStream.flushSync()
   })
 
   await app.listen({ host: config.host, port: config.port })
