@@ -14,6 +14,7 @@ import {
   MAX_BODY_DEPTH,
   tooDeepField,
 } from './common-schemas.js'
+import { notModified, ResponseCache } from './response-cache.js'
 
 /** What a management resource's domain service offers to its routes (writes are audited). */
 export interface ResourceService<Rec extends { id: string }, Body, Patch> {
@@ -24,6 +25,9 @@ export interface ResourceService<Rec extends { id: string }, Body, Patch> {
   patch(id: string, patch: Patch, ctx: AuditContext): Promise<Rec>
   delete(id: string, ctx: AuditContext): Promise<void>
   readonly filterableFields: string[]
+  /** When present, list pages are kept serialised for this version (see ResponseCache). */
+  listVersion?(): Promise<string | undefined>
+  onListChange?(listener: () => void): void
 }
 
 export interface ResourceRoutesOptions<
@@ -69,6 +73,8 @@ export function resourceRoutes<
     })
     const tags = [o.tag]
     const empty = { data: {}, meta: {} }
+    const pages = new ResponseCache()
+    o.service.onListChange?.(() => pages.clear())
 
     app.post(
       '/',
@@ -92,18 +98,40 @@ export function resourceRoutes<
         schema: {
           tags,
           querystring: ListQuerySchema,
-          response: { 200: o.listEnvelope, ...errorResponses(400, 401) },
+          response: { 200: o.listEnvelope, 304: {}, ...errorResponses(400, 401) },
         },
       },
-      async (request) => {
-        const page = await o.service.list(request.query)
-        return {
-          data: await Promise.all(page.items.map(o.toDetail)),
-          meta: {
-            pagination: { limit: page.limit, offset: page.offset, totalCount: page.totalCount },
-            filterableFields: o.service.filterableFields,
-          },
+      async (request, reply) => {
+        const q = request.query
+        const page = async () => {
+          const found = await o.service.list(q)
+          return {
+            data: await Promise.all(found.items.map(o.toDetail)),
+            meta: {
+              pagination: {
+                limit: found.limit,
+                offset: found.offset,
+                totalCount: found.totalCount,
+              },
+              filterableFields: o.service.filterableFields,
+            },
+          }
         }
+        const version = await o.service.listVersion?.()
+        if (version === undefined) return page()
+        // The route's own compiled serializer, so a kept page is byte for byte what it would be.
+        const serialize = reply.getSerializationFunction('200')
+        const { body, etag } = await pages.get(
+          `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`,
+          version,
+          async () => {
+            const value = await page()
+            return serialize ? serialize(value) : JSON.stringify(value)
+          },
+        )
+        reply.header('etag', etag)
+        if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
+        return reply.type('application/json; charset=utf-8').send(body)
       },
     )
 

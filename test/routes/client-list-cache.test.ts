@@ -60,6 +60,24 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
     expect(paged.headers.etag).not.toBe(etag)
   })
 
+  it('keeps management signer pages too: ETag, 304, and every change in the very next response', async () => {
+    const app = await buildTestApp({ storeKind })
+    const call = caller(app, await login(app))
+    const id = (await call('POST', M, body('one'))).json().data.id
+    const first = await call('GET', M)
+    const etag = first.headers.etag as string
+    expect(first.json().meta.pagination.totalCount).toBe(1)
+    expect((await call('GET', M, undefined, { 'if-none-match': etag })).statusCode).toBe(304)
+    await call('PATCH', `${M}/${id}`, { audience: 'changed' })
+    const after = await call('GET', M, undefined, { 'if-none-match': etag })
+    expect(after.statusCode).toBe(200)
+    expect(after.json().data[0].audience).toBe('changed')
+    await call('DELETE', `${M}/${id}`)
+    expect((await call('GET', M)).json().data).toEqual([])
+    // Still an admin route: no session, no page.
+    expect((await app.inject({ method: 'GET', url: M })).statusCode).toBe(401)
+  })
+
   it('shows every kind of change in the very next response', async () => {
     const app = await buildTestApp({ storeKind })
     const call = caller(app, await login(app))
