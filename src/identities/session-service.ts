@@ -129,8 +129,34 @@ export class SessionService {
     return this.options.store.repos.sessions.deleteExpired(this.options.clock().toISOString())
   }
 
-  async hasSession(identityId: string): Promise<boolean> {
-    return (await this.options.store.repos.sessions.countForIdentity(identityId)) > 0
+  private asked = new Map<string, ((has: boolean) => void)[]>()
+  private failed: ((err: unknown) => void)[] = []
+
+  /**
+   * Whether an identity has a session. The questions asked in one turn of the event loop (a page
+   * of identity details) are answered by one query.
+   */
+  hasSession(identityId: string): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      if (this.asked.size === 0) setImmediate(() => void this.answer())
+      this.asked.set(identityId, [...(this.asked.get(identityId) ?? []), resolve])
+      this.failed.push(reject)
+    })
+  }
+
+  private async answer(): Promise<void> {
+    const asked = this.asked
+    const failed = this.failed
+    this.asked = new Map()
+    this.failed = []
+    try {
+      const found = new Set(
+        await this.options.store.repos.sessions.identitiesWithSessions([...asked.keys()]),
+      )
+      for (const [id, waiting] of asked) for (const resolve of waiting) resolve(found.has(id))
+    } catch (err) {
+      for (const reject of failed) reject(err)
+    }
   }
 
   /** Seconds until the session expires, at least 0. */

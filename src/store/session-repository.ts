@@ -40,9 +40,14 @@ export class SessionRepository {
   private readonly deleteExpiredStmt
   private readonly countForIdentityStmt
   private readonly countStmt
+  private readonly withSessionsStmt
   private readonly allStmt
 
   constructor(db: Db) {
+    this.withSessionsStmt = db.prepare<[string], { identity_id: string }>(
+      `SELECT DISTINCT identity_id FROM api_sessions
+       WHERE identity_id IN (SELECT value FROM json_each(?))`,
+    )
     this.insertStmt = db.prepare<SessionRow>(
       `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
          created_at, updated_at, last_activity_at, expires_at)
@@ -109,6 +114,11 @@ export class SessionRepository {
 
   all(): SessionRecord[] {
     return this.allStmt.all().map(toRecord)
+  }
+
+  identitiesWithSessions(identityIds: string[]): string[] {
+    if (identityIds.length === 0) return []
+    return this.withSessionsStmt.all(JSON.stringify(identityIds)).map((r) => r.identity_id)
   }
 
   count(): number {

@@ -166,6 +166,8 @@ export interface SessionRepository {
   deleteForIdentity(identityId: string): Promise<number>
   deleteExpired(before: string): Promise<number>
   countForIdentity(identityId: string): Promise<number>
+  /** Which of these identities have at least one session (one query for a page of them). */
+  identitiesWithSessions(identityIds: string[]): Promise<string[]>
   count(): Promise<number>
   /** Every stored session (copying a store). */
   all(): Promise<SessionRecord[]>

@@ -101,6 +101,13 @@ export class PgSessionRepository implements SessionRepository {
     return ((await this.run('SELECT * FROM api_sessions', [])).rows as SessionRow[]).map(toRecord) // api_sessions columns
   }
 
+  async identitiesWithSessions(identityIds: string[]): Promise<string[]> {
+    if (identityIds.length === 0) return []
+    const sql = 'SELECT DISTINCT identity_id FROM api_sessions WHERE identity_id = ANY($1::text[])'
+    const res = await this.run(sql, [identityIds], 'identities-with-sessions')
+    return (res.rows as { identity_id: string }[]).map((r) => r.identity_id) // the selected column
+  }
+
   async count(): Promise<number> {
     return (
       (await this.run('SELECT count(*)::int AS n FROM api_sessions', [])).rows[0] as { n: number }
