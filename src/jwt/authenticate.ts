@@ -94,12 +94,18 @@ export class ExternalJwtVerifier {
   ) {}
 
   /** Verification and identity match, from the cache when the token was verified before. */
-  async match(token: string, expectedSignerId?: string): Promise<Matched> {
+  async match(
+    token: string,
+    expectedSignerId?: string,
+    /** The identity the caller already read (the session's): a cache hit naming it needs no read. */
+    known?: IdentityRecord,
+  ): Promise<Matched> {
     const key = VerifiedTokenCache.key(token)
     const hit = this.lookup.stale() ? undefined : this.cache.get(key)
     if (hit) {
       const signer = this.keys.getById(hit.signerId)?.signer
-      const identity = await this.lookup.byId(hit.identityId)
+      const identity =
+        known?.id === hit.identityId ? known : await this.lookup.byId(hit.identityId)
       if (signer?.enabled && identity && !identity.disabled) {
         if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
           throw new JwtRejected(
@@ -181,7 +187,7 @@ export class ExternalJwtVerifier {
     let reason = 'no bearer token'
     for (const token of tokens) {
       try {
-        const matched = await this.match(token, signerId)
+        const matched = await this.match(token, signerId, identity)
         if (matched.identity.id === identity.id) return { met: true }
         error = 'invalid'
         reason = 'token names another identity'
