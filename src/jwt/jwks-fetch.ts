@@ -123,12 +123,17 @@ export class GuardedJsonFetcher {
   }
 }
 
+/** True for a JSON object (not null, not an array), whose members may then be read by name. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
 /** Fetches JWK sets with the rules of GuardedJsonFetcher. */
 export class JwksFetcher extends GuardedJsonFetcher {
   /** Returns the key set, or throws JwksFetchError (or a network error) saying why not. */
   async fetch(url: string, signal?: AbortSignal): Promise<JSONWebKeySet> {
     const doc = await this.fetchJson(url, 'application/jwk-set+json, application/json', signal)
-    const keys = (doc as { keys?: unknown } | null)?.keys // any JSON value; narrowed below
+    const keys = isJsonObject(doc) ? doc.keys : undefined
     if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'object' || k === null)) {
       throw new JwksFetchError('body is not a JWK set')
     }
