@@ -51,7 +51,9 @@ export async function benchSecondary(base: string, call: Call): Promise<number> 
     sessions[name] = res.headers.get('zt-session') as string
   }
   await new Promise((r) => setTimeout(r, 200))
-  const jwt = await new SignJWT({ sub: ids['mfa-user'] })
+  const mfaUser = ids['mfa-user']
+  if (mfaUser === undefined) throw new Error('bench: the mfa-user identity was not created')
+  const jwt = await new SignJWT({ sub: mfaUser })
     .setProtectedHeader({ alg: 'ES256', kid: 'mfa' })
     .setIssuer('https://mfa.bench')
     .setAudience('ziti')

@@ -111,11 +111,10 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
 
 /** Validates the environment and returns the settings; throws ConfigError on the first bad value. */
 export function loadConfig(env: Env): Config {
-  const logLevel = read(env, 'CTRL_LOG_LEVEL') ?? DEFAULT_CONFIG.logLevel
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new ConfigError(
-      `CTRL_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`,
-    )
+  const level = read(env, 'CTRL_LOG_LEVEL') ?? DEFAULT_CONFIG.logLevel
+  const logLevel = LOG_LEVELS.find((l) => l === level)
+  if (logLevel === undefined) {
+    throw new ConfigError(`CTRL_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`)
   }
   const tlsCertPath = read(env, 'CTRL_TLS_CERT')
   const tlsKeyPath = read(env, 'CTRL_TLS_KEY')
@@ -175,7 +174,7 @@ export function loadConfig(env: Env): Config {
     adminUser,
     adminPassword,
     sessionTimeoutMs: duration(env, 'CTRL_SESSION_TIMEOUT', DEFAULT_CONFIG.sessionTimeoutMs),
-    logLevel: logLevel as LogLevel, // checked against LOG_LEVELS above
+    logLevel,
     tlsCertPath,
     tlsKeyPath,
     tlsCaPath,

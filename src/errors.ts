@@ -75,6 +75,11 @@ export function messageOf(code: ErrorCode): string {
   return CODES[code][1]
 }
 
+/** The text of a caught value: an Error's message, or the value itself as a string. */
+export function caughtMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
 /** Shorthand for an error that names the field at fault. */
 export function fieldError(
   code: ErrorCode,

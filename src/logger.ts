@@ -23,6 +23,8 @@ export const REDACT_PATHS = [
 ]
 
 /** Pino options for the controller: JSON to stdout, redacted, at the configured level. */
-export function loggerOptions(level: LogLevel): Exclude<FastifyServerOptions['logger'], boolean> {
+export function loggerOptions(
+  level: LogLevel,
+): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
   return { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
 }

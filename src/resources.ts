@@ -32,6 +32,11 @@ function merge(base: unknown, patch: unknown): unknown {
   return out
 }
 
+/** True when `key` is an own key of `value`, which the compiler then knows as one of its keys. */
+function isOwnKey<T extends object>(value: T, key: PropertyKey): key is keyof T {
+  return Object.hasOwn(value, key)
+}
+
 /**
  * The one way a PATCH applies: only the keys present change; `null` resets a field to its default
  * (or clears it), and is refused on required fields; `deep` fields merge at any depth.
@@ -42,8 +47,8 @@ export function applyPatch<T extends object>(
   rules: PatchRules<T>,
 ): T {
   const next: Record<string, unknown> = { ...(current as Record<string, unknown>) } // a plain record
-  for (const key of Object.keys(patch) as (keyof T & string)[]) {
-    if (!Object.hasOwn(current, key)) continue
+  for (const key of Object.keys(patch)) {
+    if (!isOwnKey(current, key)) continue
     const value = patch[key]
     if (value === undefined) continue
     if (value === null) {

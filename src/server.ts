@@ -3,6 +3,7 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { caughtMessage } from './errors.js'
 import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
 
 async function main(): Promise<void> {
@@ -22,9 +23,7 @@ async function main(): Promise<void> {
     try {
       https = { cert: readFileSync(config.tlsCertPath), key: readFileSync(config.tlsKeyPath) }
     } catch (err) {
-      process.stderr.write(
-        `invalid setting: CTRL_TLS_CERT/CTRL_TLS_KEY: ${(err as Error).message}\n`,
-      )
+      process.stderr.write(`invalid setting: CTRL_TLS_CERT/CTRL_TLS_KEY: ${caughtMessage(err)}\n`)
       process.exit(1)
     }
   }

@@ -114,7 +114,7 @@ export async function createServices(o: ServiceOptions) {
       if (event.remote || !record) void keys.reload(event.id)
       else if (event.op === 'delete') keys.apply({ type: 'delete', signer: record })
       else {
-        const previous = event.previous as SignerRecord | undefined
+        const previous = event.previous as SignerRecord | undefined // as record above
         keys.apply({ type: 'upsert', signer: record, previous })
       }
     }

@@ -57,9 +57,12 @@ const MAX_BEARERS = 3
 export function bearerTokens(rawHeaders: string[]): string[] {
   const tokens: string[] = []
   for (let i = 0; i + 1 < rawHeaders.length && tokens.length < MAX_BEARERS; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() !== 'authorization') continue
-    const m = /^Bearer\s+(\S+)\s*$/i.exec((rawHeaders[i + 1] as string).trim())
-    if (m) tokens.push(m[1] as string)
+    const name = rawHeaders[i]
+    const value = rawHeaders[i + 1]
+    if (name === undefined || value === undefined) break
+    if (name.toLowerCase() !== 'authorization') continue
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(value.trim())?.[1]
+    if (token !== undefined) tokens.push(token)
   }
   return tokens
 }

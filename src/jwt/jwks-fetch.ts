@@ -42,17 +42,13 @@ function guardedAgent(policy: FetchPolicy, resolver: Resolver): Agent {
     resolver(hostname).then(
       (addresses) => {
         const refused = addresses.map((a) => addressRefusal(a.address, policy)).find(Boolean)
-        if (refused || addresses.length === 0) {
+        const first = addresses[0]
+        if (refused || first === undefined) {
           callback(new JwksFetchError(refused ?? `${hostname} has no address`), '')
           return
         }
         if (options.all) callback(null, addresses)
-        else
-          callback(
-            null,
-            (addresses[0] as LookupAddress).address,
-            (addresses[0] as LookupAddress).family,
-          )
+        else callback(null, first.address, first.family)
       },
       (err: NodeJS.ErrnoException) => callback(err, ''),
     )
@@ -97,9 +93,10 @@ export class GuardedJsonFetcher {
         signal: combined,
         headers: { accept },
       })
-      if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
+      const location = res.headers.get('location')
+      if (res.status >= 300 && res.status < 400 && location) {
         await res.body?.cancel()
-        target = new URL(res.headers.get('location') as string, target).toString()
+        target = new URL(location, target).toString()
         continue
       }
       if (res.status !== 200) {
@@ -126,12 +123,17 @@ export class GuardedJsonFetcher {
   }
 }
 
+/** True for a JSON object (not null, not an array), whose members may then be read by name. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
 /** Fetches JWK sets with the rules of GuardedJsonFetcher. */
 export class JwksFetcher extends GuardedJsonFetcher {
   /** Returns the key set, or throws JwksFetchError (or a network error) saying why not. */
   async fetch(url: string, signal?: AbortSignal): Promise<JSONWebKeySet> {
     const doc = await this.fetchJson(url, 'application/jwk-set+json, application/json', signal)
-    const keys = (doc as { keys?: unknown } | null)?.keys // any JSON value; narrowed below
+    const keys = isJsonObject(doc) ? doc.keys : undefined
     if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'object' || k === null)) {
       throw new JwksFetchError('body is not a JWK set')
     }

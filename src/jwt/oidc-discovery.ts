@@ -1,5 +1,5 @@
 import { fieldError } from '../errors.js'
-import { fetchFailure, type GuardedJsonFetcher } from './jwks-fetch.js'
+import { fetchFailure, type GuardedJsonFetcher, isJsonObject } from './jwks-fetch.js'
 import { type FetchPolicy, urlRefusal } from './ssrf-policy.js'
 
 /** The signer fields an OpenID provider's discovery document proposes. */
@@ -37,14 +37,8 @@ export async function discoverSigner(
   } catch (err) {
     throw refuse(issuer, `discovery document ${url} could not be fetched: ${fetchFailure(err)}`)
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
-    throw refuse(issuer, 'the discovery document is not a JSON object')
-  }
-  const {
-    issuer: named,
-    jwks_uri: jwks,
-    authorization_endpoint: auth,
-  } = doc as Record<string, unknown> // a JSON object, read field by field below
+  if (!isJsonObject(doc)) throw refuse(issuer, 'the discovery document is not a JSON object')
+  const { issuer: named, jwks_uri: jwks, authorization_endpoint: auth } = doc
   if (named !== issuer) {
     throw refuse(
       issuer,

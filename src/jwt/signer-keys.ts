@@ -200,7 +200,7 @@ export class SignerKeys {
       if (old?.keySet && old.keySet.url === signer.jwksEndpoint) {
         entry.keySet = old.keySet
       } else {
-        entry.keySet = this.keySet(signer)
+        entry.keySet = this.keySet(signer, signer.jwksEndpoint)
         void entry.keySet.refresh()
       }
     }
@@ -209,9 +209,9 @@ export class SignerKeys {
     this.byIssuer.set(signer.issuer, entry)
   }
 
-  private keySet(signer: SignerRecord): JwksKeySet {
+  private keySet(signer: SignerRecord, jwksEndpoint: string): JwksKeySet {
     const { fetcher, clock, cooldownMs, maxAgeMs, log } = this.options
-    return new JwksKeySet(signer.jwksEndpoint as string, {
+    return new JwksKeySet(jwksEndpoint, {
       fetcher,
       clock,
       cooldownMs,

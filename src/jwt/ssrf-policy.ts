@@ -30,12 +30,12 @@ PRIVATE.addSubnet('fc00::', 7, 'ipv6')
 /** Reads `::ffff:a.b.c.d` (and its hex form) as the IPv4 address it carries. */
 function unmap(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
   const lower = address.toLowerCase()
-  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (dotted) return { address: dotted[1] as string, family: 'ipv4' }
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
-  if (hex) {
-    const hi = Number.parseInt(hex[1] as string, 16)
-    const lo = Number.parseInt(hex[2] as string, 16)
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)?.[1]
+  if (dotted !== undefined) return { address: dotted, family: 'ipv4' }
+  const [, hiHex, loHex] = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower) ?? []
+  if (hiHex !== undefined && loHex !== undefined) {
+    const hi = Number.parseInt(hiHex, 16)
+    const lo = Number.parseInt(loHex, 16)
     return { address: `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, family: 'ipv4' }
   }
   return { address, family: isIP(address) === 6 ? 'ipv6' : 'ipv4' }

@@ -47,8 +47,8 @@ export class VerifiedTokenCache {
   set(key: string, entry: VerifiedEntry): void {
     this.entries.delete(key)
     if (!this.isLive(entry.signerId, entry.kid)) return
-    while (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next().value as string // the map is not empty here
+    for (const oldest of this.entries.keys()) {
+      if (this.entries.size < this.maxEntries) break
       this.entries.delete(oldest)
     }
     this.entries.set(key, entry)

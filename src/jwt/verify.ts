@@ -192,14 +192,16 @@ export async function verifyExternalJwt(
   }
 }
 
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object'
+
 /** Reads the claim a signer matches identities by: a claim name, or a JSON pointer (`/a/b`). */
 export function claimValue(claims: JWTPayload, property: string): unknown {
   if (!property.startsWith('/')) return claims[property]
   let node: unknown = claims
   for (const raw of property.slice(1).split('/')) {
     const key = raw.replaceAll('~1', '/').replaceAll('~0', '~')
-    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return undefined
-    node = (node as Record<string, unknown>)[key]
+    if (!isRecord(node) || !Object.hasOwn(node, key)) return undefined
+    node = node[key]
   }
   return node
 }

@@ -11,18 +11,23 @@ export interface Problem {
 
 export type MapNode = Extract<TNode, { kind: 'map' }>
 
+/** Levenshtein distance, one row at a time: `above` holds the distances from a's previous prefix. */
 function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0] as number
-    row[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j] as number
-      row[j] = Math.min(cur + 1, (row[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1))
-      prev = cur
+  let above = Array.from({ length: b.length + 1 }, (_, j) => j)
+  let last = b.length
+  for (let i = 0; i < a.length; i++) {
+    let diagonal = i // above[0]
+    let left = i + 1 // this row's first cell
+    const row = [left]
+    for (const [j, up] of above.slice(1).entries()) {
+      left = Math.min(up + 1, left + 1, diagonal + (a[i] === b[j] ? 0 : 1))
+      row.push(left)
+      diagonal = up
     }
+    above = row
+    last = left
   }
-  return row[b.length] as number
+  return last
 }
 
 export function suggest(key: string, known: readonly string[]): string | undefined {
@@ -246,11 +251,9 @@ export class Checker {
     const node = this.entry(parent, key)
     if (node === undefined) return rule.def
     const p = join(path, key)
-    const ms =
-      node.kind === 'scalar' && typeof node.value === 'string'
-        ? parseDuration(node.value)
-        : undefined
-    if (ms === undefined) {
+    const text = node.kind === 'scalar' && typeof node.value === 'string' ? node.value : undefined
+    const ms = text === undefined ? undefined : parseDuration(text)
+    if (text === undefined || ms === undefined) {
       const hint =
         node.kind === 'scalar' && typeof node.value === 'number'
           ? ' (a number needs a unit, such as 10s)'
@@ -271,11 +274,7 @@ export class Checker {
           : rule.min === undefined
             ? low
             : `at least ${low}`
-      this.error(
-        p,
-        node.pos,
-        `${(node as { value: string }).value} is out of range: must be ${bounds}`,
-      )
+      this.error(p, node.pos, `${text} is out of range: must be ${bounds}`)
       return rule.def
     }
     return ms

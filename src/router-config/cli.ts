@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
+import { caughtMessage } from '../errors.js'
 import { checkRouterConfig, type Problem } from './index.js'
 import { INIT_TEMPLATE } from './init-template.js'
 
@@ -37,7 +38,7 @@ export function run(
     parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true })
   } catch (e) {
     // parseArgs throws a TypeError naming the unknown option or the bad value.
-    err(`router-config: ${(e as Error).message}\n${USAGE}\n`)
+    err(`router-config: ${caughtMessage(e)}\n${USAGE}\n`)
     return 2
   }
   const { values: flags, positionals } = parsed
@@ -67,9 +68,8 @@ export function run(
   try {
     text = readFileSync(file, 'utf8')
   } catch (e) {
-    err(
-      `${file}: cannot read the file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`,
-    )
+    const code = e instanceof Error && 'code' in e ? e.code : undefined
+    err(`${file}: cannot read the file: ${typeof code === 'string' ? code : caughtMessage(e)}\n`)
     return 2
   }
   const result = checkRouterConfig(text, env, { checkFiles: flags['check-files'] === true })

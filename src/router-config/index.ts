@@ -1,5 +1,6 @@
+import { caughtMessage } from '../errors.js'
 import { Checker, type Checker as CheckerType, type MapNode, type Problem } from './checker.js'
-import { plain } from './plain.js'
+import { plainMap } from './plain.js'
 import { checkCtrl, checkIdentity, checkVersion } from './sections/core.js'
 import { checkLink } from './sections/link.js'
 import { checkDialers, checkListeners } from './sections/listeners.js'
@@ -106,7 +107,7 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
   const trace = c.map(root, '', 'trace')
   if (trace) config.trace = checkTrace(c, trace)
   const transport = c.map(root, '', 'transport')
-  if (transport) config.transport = plain(transport) as Record<string, unknown>
+  if (transport) config.transport = plainMap(transport)
   const web = checkWeb(c, root, checkFiles)
   if (web) config.web = web
   const rootCsr = c.map(root, '', 'csr')
@@ -152,7 +153,7 @@ export function checkRouterConfig(
       )
     } else if (root) config = check(c, root, options)
   } catch (err) {
-    c.error('', { line: 1, column: 1 }, `internal error while checking: ${(err as Error).message}`)
+    c.error('', { line: 1, column: 1 }, `internal error while checking: ${caughtMessage(err)}`)
   }
   return { config, errors: c.errors.sort(byPlace), warnings: c.warnings.sort(byPlace) }
 }

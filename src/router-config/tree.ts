@@ -1,10 +1,10 @@
 import {
   isAlias,
   isMap,
+  isNode,
   isScalar,
   isSeq,
   LineCounter,
-  type Node,
   parseAllDocuments,
   type Scalar,
   type Schema,
@@ -65,15 +65,15 @@ const NAME_CHAR = /[A-Za-z0-9_]/
 /** Go's os.Getenv-style name scan after a `$` (see os.Expand): returns the name and chars consumed. */
 function shellName(s: string): [string, number] {
   if (s[0] === '{') {
-    if (s.length > 2 && SPECIAL.has(s[1] as string) && s[2] === '}') return [s[1] as string, 3]
+    if (s.length > 2 && SPECIAL.has(s.charAt(1)) && s[2] === '}') return [s.charAt(1), 3]
     for (let i = 1; i < s.length; i++) {
       if (s[i] === '}') return i === 1 ? ['', 2] : [s.slice(1, i), i + 1]
     }
     return ['', 1]
   }
-  if (SPECIAL.has(s[0] as string)) return [s[0] as string, 1]
+  if (SPECIAL.has(s.charAt(0))) return [s.charAt(0), 1]
   let i = 0
-  while (i < s.length && NAME_CHAR.test(s[i] as string)) i++
+  while (i < s.length && NAME_CHAR.test(s.charAt(i))) i++
   return [s.slice(0, i), i]
 }
 
@@ -160,24 +160,22 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   }
   if (doc.errors.length > 0) return { root: undefined, errors, warnings }
 
-  const convert = (
-    node: Node | null | undefined,
-    path: string,
-    fallback: Pos,
-    depth: number,
-  ): TNode => {
-    const pos = node?.range ? at(node.range[0]) : fallback
+  // Takes unknown: the yaml package types pair keys, values and items as unknown; its guards narrow.
+  const convert = (node: unknown, path: string, fallback: Pos, depth: number): TNode => {
+    const range = isNode(node) ? node.range : undefined
+    const pos = range ? at(range[0]) : fallback
     if (depth > 64) {
       errors.push({ path, pos, message: 'nesting deeper than 64 levels' })
       return { kind: 'scalar', pos, value: null, quoted: false }
     }
-    if (isAlias(node)) return convert(node.resolve(doc) as Node | undefined, path, pos, depth + 1)
+    if (isAlias(node)) return convert(node.resolve(doc), path, pos, depth + 1)
     if (isMap(node)) {
       const entries = new Map<string, { keyPos: Pos; value: TNode }>()
       for (const pair of node.items) {
-        const keyNode = pair.key as Node | null
+        const keyNode = pair.key
         const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode)
-        const keyPos = keyNode?.range ? at(keyNode.range[0]) : pos
+        const keyRange = isNode(keyNode) ? keyNode.range : undefined
+        const keyPos = keyRange ? at(keyRange[0]) : pos
         const childPath = path === '' ? key : `${path}.${key}`
         if (key === '<<') continue
         const seen = entries.get(key)
@@ -190,7 +188,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
         }
         entries.set(key, {
           keyPos,
-          value: convert(pair.value as Node | null, childPath, keyPos, depth + 1),
+          value: convert(pair.value, childPath, keyPos, depth + 1),
         })
       }
       return { kind: 'map', pos, entries }
@@ -199,9 +197,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       return {
         kind: 'seq',
         pos,
-        items: node.items.map((item, i) =>
-          convert(item as Node | null, `${path}[${i}]`, pos, depth + 1),
-        ),
+        items: node.items.map((item, i) => convert(item, `${path}[${i}]`, pos, depth + 1)),
       }
     }
     if (isScalar(node)) {
@@ -236,6 +232,6 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
     }
     return { kind: 'scalar', pos, value: null, quoted: false }
   }
-  const root = convert(doc.contents as Node | null, '', { line: 1, column: 1 }, 0)
+  const root = convert(doc.contents, '', { line: 1, column: 1 }, 0)
   return { root, errors, warnings }
 }

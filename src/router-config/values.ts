@@ -30,7 +30,7 @@ export function hostPortProblem(value: string, requireHost: boolean): string | u
 export function addressProblem(value: string): string | undefined {
   const colon = value.indexOf(':')
   const protocol = colon < 0 ? '' : value.slice(0, colon)
-  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
+  if (!PROTOCOLS.some((p) => p === protocol)) {
     return `"${value}" is not an address: use protocol:host:port with protocol ${PROTOCOLS.join(', ')}`
   }
   const problem = hostPortProblem(value.slice(colon + 1), false)
@@ -40,8 +40,8 @@ export function addressProblem(value: string): string | undefined {
 /** An advertise value: `host:port`, or a full `protocol:host:port` address. */
 export function advertiseProblem(value: string): string | undefined {
   const colon = value.indexOf(':')
-  if (colon > 0 && (PROTOCOLS as readonly string[]).includes(value.slice(0, colon)))
-    return addressProblem(value)
+  const protocol = value.slice(0, colon)
+  if (colon > 0 && PROTOCOLS.some((p) => p === protocol)) return addressProblem(value)
   const problem = hostPortProblem(value, true)
   return problem ? `"${value}" is not host:port or protocol:host:port: ${problem}` : undefined
 }
@@ -108,14 +108,13 @@ export function resolverProblem(value: string): string | undefined {
 
 /** A proxy-mode service: `name:port` or `name:port:tcp|udp`. */
 export function serviceProblem(value: string): string | undefined {
-  const parts = value.split(':')
-  if (parts.length < 2 || parts.length > 3 || parts[0] === '')
+  const [name, port, protocol, ...rest] = value.split(':')
+  if (port === undefined || rest.length > 0 || name === '')
     return `"${value}" must be service:port or service:port:tcp|udp`
-  const port = parts[1] as string
   if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
     return `"${value}": the port must be a number from 1 to 65535`
   }
-  if (parts.length === 3 && parts[2] !== 'tcp' && parts[2] !== 'udp')
+  if (protocol !== undefined && protocol !== 'tcp' && protocol !== 'udp')
     return `"${value}": the protocol must be tcp or udp`
   return undefined
 }

@@ -1,9 +1,8 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 
 /** A nullable primitive, written as a JSON Schema type array (serializes fast, reads plainly). */
-export function Nullable<T extends TSchema>(schema: T) {
-  const { type } = schema as { type?: string }
-  return Type.Unsafe<T['static'] | null>({ ...schema, type: [type, 'null'] })
+export function Nullable<T extends TSchema & { type: string }>(schema: T) {
+  return Type.Unsafe<T['static'] | null>({ ...schema, type: [schema.type, 'null'] })
 }
 
 export const IdSchema = Type.String({ minLength: 1, maxLength: 64 })

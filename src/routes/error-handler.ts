@@ -10,27 +10,22 @@ import type {
 import { AppError, type ErrorCode, type FieldCause, messageOf } from '../errors.js'
 import { ERROR_META } from './common-schemas.js'
 
-interface AjvIssue {
-  instancePath?: string
-  keyword?: string
-  message?: string
-  params?: { missingProperty?: string; additionalProperty?: string }
-}
-
 /** Turns the first schema violation into a field cause (`tags.owner`, `scopes[0]` style names). */
 function validationCause(err: FastifyError): FieldCause {
-  const issue = (err.validation?.[0] ?? {}) as AjvIssue
-  const path = (issue.instancePath ?? '')
+  const issue = err.validation?.[0]
+  const path = (issue?.instancePath ?? '')
     .split('/')
     .filter(Boolean)
     .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
     .join('')
     .replace(/^\./, '')
-  const child = issue.params?.missingProperty ?? issue.params?.additionalProperty
+  const child = [issue?.params?.missingProperty, issue?.params?.additionalProperty].find(
+    (p): p is string => typeof p === 'string',
+  )
   const field = [path, child].filter(Boolean).join('.') || (err.validationContext ?? 'body')
-  let reason = issue.message ?? 'is invalid'
-  if (issue.keyword === 'required') reason = 'is required'
-  if (issue.keyword === 'additionalProperties') reason = 'is not a known field'
+  let reason = issue?.message ?? 'is invalid'
+  if (issue?.keyword === 'required') reason = 'is required'
+  if (issue?.keyword === 'additionalProperties') reason = 'is not a known field'
   return { field, reason }
 }
 

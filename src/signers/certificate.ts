@@ -53,14 +53,15 @@ export function parseSignerCertificate(pem: string): SignerCertificate {
     throw invalidPem('the PEM holds a private key; supply only the public certificate')
   }
   const certs = blocks.filter((b) => b[1] === 'CERTIFICATE')
-  if (certs.length !== 1 || blocks.length !== 1) {
+  const [block] = certs
+  if (block === undefined || certs.length !== 1 || blocks.length !== 1) {
     throw invalidPem(
       `expected exactly one CERTIFICATE block, found ${certs.length} of ${blocks.length}`,
     )
   }
   let cert: X509Certificate
   try {
-    cert = new X509Certificate((certs[0] as RegExpMatchArray)[0])
+    cert = new X509Certificate(block[0])
   } catch {
     throw invalidPem('the certificate could not be parsed')
   }

@@ -14,7 +14,7 @@ export { invalidFilter } from './filter-lexer.js'
 
 const MAX_FILTER_LENGTH = 4096
 const MAX_DEPTH = 32
-const COMPARE_OPS: readonly string[] = ['=', '!=', '<', '<=', '>', '>=']
+const COMPARE_OPS: readonly CompareOp[] = ['=', '!=', '<', '<=', '>', '>=']
 
 function combine(type: 'and' | 'or', parts: Condition[]): Condition {
   const [first] = parts
@@ -205,9 +205,9 @@ class Parser {
       return { type: 'between', field, lower, upper: this.literal(field), negate }
     }
     if (negate) throw invalidFilter('expected contains, icontains, in or between', word.pos)
-    if (word.kind === 'op' && COMPARE_OPS.includes(word.text)) {
+    const op = word.kind === 'op' ? COMPARE_OPS.find((o) => o === word.text) : undefined
+    if (op !== undefined) {
       this.next()
-      const op = word.text as CompareOp // one of COMPARE_OPS
       if (this.isWord('null')) {
         this.next()
         if (op !== '=' && op !== '!=')

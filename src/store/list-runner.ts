@@ -41,7 +41,7 @@ export class ListRunner<Row, T> {
     ).all(...filter.params, query.limit ?? -1, query.offset) as Row[] // columns of `from`
     const count = this.prepare(`SELECT count(*) AS n FROM ${this.from} WHERE ${where}`).get(
       ...filter.params,
-    ) as { n: number }
+    ) as { n: number } // count(*) always yields a row
     return {
       items: rows.map(this.map),
       limit: query.limit ?? -1,

@@ -139,7 +139,7 @@ forEachStore(() => {
         [
           await signJwt(
             key2.privateKey,
-            { iss: 'https://other.example', aud: 'ziti', sub: s.ids.alice },
+            { iss: 'https://other.example', aud: 'ziti', sub: s.ids.alice as string },
             { kid: 'o-1', now: s.clock() },
           ),
           'invalid',
@@ -186,7 +186,7 @@ forEachStore(() => {
       expect(primary.statusCode).toBe(201)
       const primaryJwt = await signJwt(
         primaryCert.privateKey,
-        { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob },
+        { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob as string },
         { kid: 'p-1', now: s.clock() },
       )
       const onlyPrimary = await s.app.inject({

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { formatDuration } from '../../duration.js'
+import { caughtMessage } from '../../errors.js'
 import { type Checker, join, type MapNode } from '../checker.js'
-import { plain } from '../plain.js'
+import { plainMap } from '../plain.js'
 import type { CtrlConfig, IdentityConfig } from '../types.js'
 import { addressProblem, identityLocation } from '../values.js'
 
@@ -52,11 +53,7 @@ function identityValue(
       try {
         text = readFileSync(loc.path, 'utf8')
       } catch (err) {
-        c.error(
-          join(path, key),
-          node.pos,
-          `file ${loc.path} cannot be read: ${(err as Error).message}`,
-        )
+        c.error(join(path, key), node.pos, `file ${loc.path} cannot be read: ${caughtMessage(err)}`)
       }
       if (text && !new RegExp(`-----BEGIN [A-Z ]*${label}-----`).test(text)) {
         c.error(join(path, key), node.pos, `file ${loc.path} holds no ${label} PEM block`)
@@ -166,10 +163,10 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
   const bind = c.str(map, path, 'bind')
   if (bind !== undefined) out.bind = bind
   const options = c.map(map, path, 'options')
-  if (options) out.options = plain(options) as Record<string, unknown>
+  if (options) out.options = plainMap(options)
   const heartbeats = c.map(map, path, 'heartbeats')
   if (heartbeats) {
-    out.heartbeats = plain(heartbeats) as Record<string, unknown>
+    out.heartbeats = plainMap(heartbeats)
     for (const key of [
       'sendInterval',
       'checkInterval',

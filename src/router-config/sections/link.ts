@@ -1,6 +1,6 @@
 import { formatDuration } from '../../duration.js'
 import { type Checker, join, type MapNode } from '../checker.js'
-import { plain } from '../plain.js'
+import { plainMap } from '../plain.js'
 import type { Backoff, LinkConfig } from '../types.js'
 import { addressProblem, advertiseProblem } from '../values.js'
 
@@ -113,7 +113,7 @@ export function checkLink(c: Checker, map: MapNode): LinkConfig {
       bind: bind ?? '',
       advertise: advertise ?? '',
       groups: groups(c, l, p),
-      ...(options ? { options: plain(options) as Record<string, unknown> } : {}),
+      ...(options ? { options: plainMap(options) } : {}),
     })
   })
   c.list(map, path, 'dialers')?.forEach((node, i) => {
@@ -143,7 +143,7 @@ export function checkLink(c: Checker, map: MapNode): LinkConfig {
       ...(bind !== undefined ? { bind } : {}),
       split: c.bool(d, p, 'split', true),
       groups: groups(c, d, p),
-      ...(options ? { options: plain(options) as Record<string, unknown> } : {}),
+      ...(options ? { options: plainMap(options) } : {}),
       healthyDialBackoff: backoff(c, d, p, 'healthyDialBackoff'),
       unhealthyDialBackoff: backoff(c, d, p, 'unhealthyDialBackoff'),
     })

@@ -1,5 +1,5 @@
 import { type Checker, join, type MapNode } from '../checker.js'
-import { plain } from '../plain.js'
+import { plainMap } from '../plain.js'
 import type { ListenerConfig } from '../types.js'
 import {
   addressProblem,
@@ -71,7 +71,7 @@ function tunnel(
       'a proxy-mode tunnel without services forwards nothing',
     )
   }
-  return { ...(options ? (plain(options) as Record<string, unknown>) : {}), mode }
+  return { ...(options ? plainMap(options) : {}), mode }
 }
 
 /** The listeners section: what outside clients connect to. */
@@ -136,7 +136,7 @@ export function checkListeners(
       if (problem) c.error(join(adPath, 'advertise'), at(adMap, 'advertise'), problem)
       out.advertise = advertise
     }
-    if (options) out.options = plain(options) as Record<string, unknown>
+    if (options) out.options = plainMap(options)
     return [out]
   })
 }
@@ -169,7 +169,7 @@ export function checkDialers(c: Checker, root: MapNode) {
     return [
       {
         binding: binding ?? '',
-        ...(options ? { options: plain(options) as Record<string, unknown> } : {}),
+        ...(options ? { options: plainMap(options) } : {}),
       },
     ]
   })

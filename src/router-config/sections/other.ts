@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import { formatDuration } from '../../duration.js'
 import { type Checker, join, type MapNode } from '../checker.js'
-import { plain } from '../plain.js'
+import { plainMap } from '../plain.js'
 import type {
   EdgeConfig,
   ForwarderConfig,
@@ -34,7 +34,7 @@ export function checkEdge(c: Checker, map: MapNode): EdgeConfig {
   for (const key of ['sessionValidateMinInterval', 'sessionValidateMaxInterval']) {
     if (c.has(map, key)) c.durationMs(map, path, key, { def: 0 })
   }
-  const out: EdgeConfig = { ...(plain(map) as Record<string, unknown>) }
+  const out: EdgeConfig = { ...plainMap(map) }
   delete out.csr
   const csr = c.map(map, path, 'csr')
   if (csr) out.csr = checkCsr(c, csr, join(path, 'csr'))
@@ -227,6 +227,7 @@ export function checkWeb(c: Checker, root: MapNode, checkFiles: boolean): WebCon
           )
         values[key] = v
       }
+      // A missing interface or address is an error above; the config then only reports problems.
       bindPoints.push(values as WebConfig['bindPoints'][number])
     })
     const apis: WebConfig['apis'] = []
@@ -264,8 +265,8 @@ export function checkWeb(c: Checker, root: MapNode, checkFiles: boolean): WebCon
       ])
       for (const key of ['readTimeout', 'idleTimeout', 'writeTimeout'])
         c.durationMs(options, op, key, { def: 5000 })
-      const versions: Record<string, string> = { minTLSVersion: 'TLS1.2', maxTLSVersion: 'TLS1.3' }
-      for (const key of ['minTLSVersion', 'maxTLSVersion']) {
+      const versions = { minTLSVersion: 'TLS1.2', maxTLSVersion: 'TLS1.3' }
+      for (const key of ['minTLSVersion', 'maxTLSVersion'] as const) {
         const v = c.str(options, op, key)
         if (v !== undefined && !TLS.includes(v))
           c.error(
@@ -275,11 +276,11 @@ export function checkWeb(c: Checker, root: MapNode, checkFiles: boolean): WebCon
           )
         else if (v !== undefined) versions[key] = v
       }
-      const min = TLS.indexOf(versions.minTLSVersion as string)
-      const max = TLS.indexOf(versions.maxTLSVersion as string)
+      const min = TLS.indexOf(versions.minTLSVersion)
+      const max = TLS.indexOf(versions.maxTLSVersion)
       if (min >= 0 && max >= 0 && min > max)
         c.error(join(op, 'minTLSVersion'), options.pos, 'minTLSVersion is above maxTLSVersion')
-      out.options = plain(options) as Record<string, unknown>
+      out.options = plainMap(options)
     }
     return [out]
   })

@@ -141,6 +141,7 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
          THEN 'secondary.requireExtJwtSigner' END AS field`,
       [signerId],
     )
+    // pg types rows as any: the one column `field` of the query above, in at most one row
     return (res.rows[0] as { field: string | null } | undefined)?.field ?? undefined
   }
 

@@ -10,9 +10,15 @@ export function mapPgError(
   constraints: Record<string, string> = {},
   values: Record<string, unknown> = {},
 ): unknown {
-  const e = err as { code?: unknown; constraint?: unknown }
-  if (e?.code === '23505' && typeof e.constraint === 'string') {
-    const field = constraints[e.constraint]
+  if (
+    typeof err === 'object' &&
+    err !== null &&
+    'code' in err &&
+    err.code === '23505' &&
+    'constraint' in err &&
+    typeof err.constraint === 'string'
+  ) {
+    const field = constraints[err.constraint]
     if (field !== undefined) {
       const value = values[field]
       return new AppError('COULD_NOT_VALIDATE', {

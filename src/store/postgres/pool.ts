@@ -73,7 +73,7 @@ const UNAVAILABLE_CODES = new Set([
 /** True when an error means "the database cannot be reached or did not answer in time". */
 export function isUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false
-  const code = (err as { code?: unknown }).code
+  const code = 'code' in err ? err.code : undefined
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) {
     return true
   }

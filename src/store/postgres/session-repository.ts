@@ -109,8 +109,7 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   async count(): Promise<number> {
-    return (
-      (await this.run('SELECT count(*)::int AS n FROM api_sessions', [])).rows[0] as { n: number }
-    ).n // count(*) yields a row
+    const res = await this.run('SELECT count(*)::int AS n FROM api_sessions', [])
+    return (res.rows[0] as { n: number }).n // count(*) yields a row
   }
 }

@@ -17,7 +17,8 @@ type Runner = <R>(fn: () => R) => Promise<R>
 /** The async face of a synchronous repository: each call goes through `run`. */
 function facade<T extends object>(repo: Sync<T>, run: Runner): T {
   const out: Record<string, unknown> = {}
-  const proto = Object.getPrototypeOf(repo) as object
+  const proto = Object.getPrototypeOf(repo) as object // typed any; a class instance's prototype
+  // Read by name below, and called only where the value is a function.
   const methods = repo as Record<string, (...args: unknown[]) => unknown>
   for (const name of Object.getOwnPropertyNames(proto)) {
     if (name === 'constructor' || typeof methods[name] !== 'function') continue
