@@ -29,6 +29,9 @@ export interface Config {
   httpHeadersTimeoutMs: number
   httpRequestTimeoutMs: number
   httpKeepAliveTimeoutMs: number
+  /** The Prometheus metrics listener: off when the port is undefined; 0 picks a free port. */
+  metricsPort: number | undefined
+  metricsHost: string
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -62,6 +65,8 @@ export const DEFAULT_CONFIG: Config = {
   httpHeadersTimeoutMs: 10_000,
   httpRequestTimeoutMs: 30_000,
   httpKeepAliveTimeoutMs: 5_000,
+  metricsPort: undefined,
+  metricsHost: '127.0.0.1',
 }
 
 type Env = Record<string, string | undefined>
@@ -153,9 +158,17 @@ export function loadConfig(env: Env): Config {
       `${name}: must be ${other} (headers ${httpHeadersTimeoutMs} ms, request ${httpRequestTimeoutMs} ms)`,
     )
   }
+  const port = integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535)
+  const metricsPort =
+    read(env, 'CTRL_METRICS_PORT') === undefined
+      ? undefined
+      : integer(env, 'CTRL_METRICS_PORT', 0, 0, 65535)
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError(`CTRL_METRICS_PORT: must differ from CTRL_PORT (${port})`)
+  }
   return {
     host: read(env, 'CTRL_HOST') ?? DEFAULT_CONFIG.host,
-    port: integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535),
+    port,
     dbPath: read(env, 'CTRL_DB') ?? DEFAULT_CONFIG.dbPath,
     dbPoolSize: integer(env, 'CTRL_DB_POOL', DEFAULT_CONFIG.dbPoolSize, 1, 1000),
     dbConnectTimeoutMs: duration(
@@ -194,5 +207,7 @@ export function loadConfig(env: Env): Config {
       'CTRL_HTTP_KEEPALIVE_TIMEOUT',
       DEFAULT_CONFIG.httpKeepAliveTimeoutMs,
     ),
+    metricsPort,
+    metricsHost: read(env, 'CTRL_METRICS_HOST') ?? DEFAULT_CONFIG.metricsHost,
   }
 }

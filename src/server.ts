@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs'
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { type MetricsListener, startMetricsListener } from './metrics/listener.js'
+import { createMetrics } from './metrics.js'
 import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
 
 async function main(): Promise<void> {
@@ -44,8 +46,10 @@ async function main(): Promise<void> {
     }
   }
 
+  const metrics = config.metricsPort === undefined ? undefined : createMetrics()
   const app = await buildApp({
     config,
+    ...(metrics ? { metrics } : {}),
     ...(https ? { https } : {}),
     ...(caPem === undefined ? {} : { caPem }),
     onGeneratedAdminPassword: (name, password) => {
@@ -56,9 +60,11 @@ async function main(): Promise<void> {
     },
   })
 
+  let metricsListener: MetricsListener | undefined
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an error')
     else app.log.info({ signal }, 'shutting down')
+    await metricsListener?.close()
     await app.close()
   })
 
@@ -67,6 +73,10 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   app.log.info(`listening on ${https ? 'https' : 'http'}://${host}:${port}`)
+  if (metrics && config.metricsPort !== undefined) {
+    metricsListener = await startMetricsListener(metrics, config.metricsHost, config.metricsPort)
+    app.log.info(`metrics on ${metricsListener.url}`)
+  }
 }
 
 main().catch((err: unknown) => {
