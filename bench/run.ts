@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { CONNECTIONS, DURATION_S, measure, report } from './common.js'
 import { benchLists100k } from './lists-100k.js'
 import { benchLogin } from './login.js'
+import { benchMetrics } from './metrics.js'
 import { freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
 
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
   await benchLogin(base, call)
   await benchSecondary(base, call)
   await benchLists100k()
+  await benchMetrics(join(here, '../src/server.js'), dir)
 
   await app.stop()
   await bare.stop()

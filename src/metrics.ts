@@ -22,9 +22,7 @@ export interface MetricSources {
 export class Metrics {
   readonly registry = new Registry()
   private readonly http: Counter<'method' | 'route' | 'status'>
-  private readonly httpChildren = new Map<string, Counter.Internal>()
   private readonly duration: Histogram<'method' | 'route'>
-  private readonly durationChildren = new Map<string, Histogram.Internal<'method' | 'route'>>()
   private readonly logins: Counter<'method' | 'result' | 'reason'>
   private readonly secondaries: Counter<'result' | 'reason'>
   private readonly jwksFetches: Counter<'signer_id' | 'result'>
@@ -66,20 +64,8 @@ export class Metrics {
 
   /** Counts one answered request; `route` is the route pattern or `unmatched`. */
   request(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${route}`
-    let timer = this.durationChildren.get(key)
-    if (!timer) {
-      timer = this.duration.labels({ method, route })
-      this.durationChildren.set(key, timer)
-    }
-    timer.observe(seconds)
-    const statusKey = `${key} ${status}`
-    let counter = this.httpChildren.get(statusKey)
-    if (!counter) {
-      counter = this.http.labels({ method, route, status: String(status) })
-      this.httpChildren.set(statusKey, counter)
-    }
-    counter.inc()
+    this.duration.observe({ method, route }, seconds)
+    this.http.inc({ method, route, status })
   }
 
   readonly login = (event: LoginEvent): void => {

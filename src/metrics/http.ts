@@ -9,9 +9,11 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
  * URL), or `unmatched` when no route took it, so unknown URLs cannot grow the label set.
  */
 export function installHttpMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: no promise per request.
+  app.addHook('onResponse', (request, reply, done) => {
     const method = METHODS.has(request.method) ? request.method : 'OTHER'
     const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched')
     metrics.request(method, route, reply.statusCode, reply.elapsedTime / 1000)
+    done()
   })
 }
