@@ -8,6 +8,7 @@ import { type Controller, startController } from './controller.js'
 import { benchLists100k } from './lists-100k.js'
 import { benchLogin, distinctLogins, LOGIN_TOKENS, loginFixture } from './login.js'
 import { benchMemory } from './memory.js'
+import { benchMetrics } from './metrics.js'
 import { freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
 
@@ -140,6 +141,7 @@ async function main(): Promise<void> {
     await dropDatabase('ctrl_bench_100k')
   }
   if (pgUrl) await dropDatabase('ctrl_bench')
+  await benchMetrics(join(here, '../src/server.js'), dir)
   rmSync(dir, { recursive: true, force: true })
   console.log('\nsummary (ratios of this run):')
   for (const line of summary) console.log(`  ${line}`)

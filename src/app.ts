@@ -7,6 +7,8 @@ import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
+import { installHttpMetrics } from './metrics/http.js'
+import type { Metrics } from './metrics.js'
 import { auditEventRoutes } from './routes/audit-events/index.js'
 import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
@@ -52,6 +54,8 @@ export interface BuildAppOptions {
   verifiedCacheEntries?: number
   /** Called once when the bootstrap admin was created with a generated password. */
   onGeneratedAdminPassword?: (name: string, password: string) => void
+  /** Prometheus metrics to count into (served on a listener of their own); absent: none counted. */
+  metrics?: Metrics
 }
 
 /** Request ids: a random per-process prefix and a counter (unique, and no crypto call per request). */
@@ -107,6 +111,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const answerClientError = clientErrorHandler(nextId, app.log)
 
   installErrorHandling(app)
+  const { metrics } = options
+  if (metrics) installHttpMetrics(app, metrics)
   app.addHook('onRequest', async (request) => requireHost(request))
   app.decorateRequest('auth', null)
 
@@ -177,7 +183,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     verifiedCacheEntries: options.verifiedCacheEntries,
   })
   app.addHook('onClose', services.close)
-  const { auth, signers, identities, policies } = services
+  const { signers, identities, policies } = services
+  const auth = metrics ? { ...services.auth, onSecondary: metrics.secondary } : services.auth
+  metrics?.watch({
+    sessions: () => store.repos.sessions.count(),
+    keys: services.keys,
+    cache: services.verifier.cache,
+    verifierStats: services.verifier.stats,
+  })
 
   const m = MANAGEMENT_PREFIX
   await app.register(healthRoutes, { ping: services.health })
@@ -215,6 +228,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       },
       rateLimit: config.authRateLimit,
       clock,
+      onLogin: metrics?.login,
     })
   }
   await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, signers })

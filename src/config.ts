@@ -31,6 +31,9 @@ export interface Config {
   httpKeepAliveTimeoutMs: number
   /** How long audit events are kept before the purge removes them. */
   auditRetentionMs: number
+  /** The Prometheus metrics listener: off when the port is undefined; 0 picks a free port. */
+  metricsPort: number | undefined
+  metricsHost: string
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -65,6 +68,8 @@ export const DEFAULT_CONFIG: Config = {
   httpRequestTimeoutMs: 30_000,
   httpKeepAliveTimeoutMs: 5_000,
   auditRetentionMs: 720 * 3_600_000,
+  metricsPort: undefined,
+  metricsHost: '127.0.0.1',
 }
 
 type Env = Record<string, string | undefined>
@@ -155,9 +160,17 @@ export function loadConfig(env: Env): Config {
       `${name}: must be ${other} (headers ${httpHeadersTimeoutMs} ms, request ${httpRequestTimeoutMs} ms)`,
     )
   }
+  const port = integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535)
+  const metricsPort =
+    read(env, 'CTRL_METRICS_PORT') === undefined
+      ? undefined
+      : integer(env, 'CTRL_METRICS_PORT', 0, 0, 65535)
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError(`CTRL_METRICS_PORT: must differ from CTRL_PORT (${port})`)
+  }
   return {
     host: read(env, 'CTRL_HOST') ?? DEFAULT_CONFIG.host,
-    port: integer(env, 'CTRL_PORT', DEFAULT_CONFIG.port, 0, 65535),
+    port,
     dbPath: read(env, 'CTRL_DB') ?? DEFAULT_CONFIG.dbPath,
     dbPoolSize: integer(env, 'CTRL_DB_POOL', DEFAULT_CONFIG.dbPoolSize, 1, 1000),
     dbConnectTimeoutMs: duration(
@@ -197,5 +210,7 @@ export function loadConfig(env: Env): Config {
       DEFAULT_CONFIG.httpKeepAliveTimeoutMs,
     ),
     auditRetentionMs: duration(env, 'CTRL_AUDIT_RETENTION', DEFAULT_CONFIG.auditRetentionMs),
+    metricsPort,
+    metricsHost: read(env, 'CTRL_METRICS_HOST') ?? DEFAULT_CONFIG.metricsHost,
   }
 }

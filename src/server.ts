@@ -4,6 +4,8 @@ import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { caughtMessage } from './errors.js'
+import { type MetricsListener, startMetricsListener } from './metrics/listener.js'
+import { createMetrics } from './metrics.js'
 import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
 
 async function main(): Promise<void> {
@@ -47,9 +49,11 @@ async function main(): Promise<void> {
   // Log lines are written asynchronously (a request never waits on stdout; lines written while one
   // write is under way go out together) and flushed when the process stops.
   const logStream = pino.destination({ dest: 1, sync: false })
+  const metrics = config.metricsPort === undefined ? undefined : createMetrics()
   const app = await buildApp({
     config,
     logger: { level: config.logLevel, stream: logStream },
+    ...(metrics ? { metrics } : {}),
     ...(https ? { https } : {}),
     ...(caPem === undefined ? {} : { caPem }),
     onGeneratedAdminPassword: (name, password) => {
@@ -60,9 +64,11 @@ async function main(): Promise<void> {
     },
   })
 
+  let metricsListener: MetricsListener | undefined
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an error')
     else app.log.info({ signal }, 'shutting down')
+    await metricsListener?.close()
     await app.close()
     logStream.flushSync()
   })
@@ -72,6 +78,10 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   app.log.info(`listening on ${https ? 'https' : 'http'}://${host}:${port}`)
+  if (metrics && config.metricsPort !== undefined) {
+    metricsListener = await startMetricsListener(metrics, config.metricsHost, config.metricsPort)
+    app.log.info(`metrics on ${metricsListener.url}`)
+  }
 }
 
 main().catch((err: unknown) => {

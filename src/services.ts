@@ -153,6 +153,7 @@ export async function createServices(o: ServiceOptions) {
     identities,
     audit,
     verifier,
+    keys,
     /** Key status of this instance, and refresh-keys (this instance now, every other one told). */
     signerKeys: {
       status: (id: string) => keys.status(id),

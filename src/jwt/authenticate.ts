@@ -5,6 +5,7 @@ import {
   type ChallengeError,
   claimValue,
   JwtRejected,
+  type RefusalKind,
   type VerifiedJwt,
   type VerifyOptions,
   verifyExternalJwt,
@@ -36,10 +37,19 @@ export type RequiredSigner = Pick<
   'id' | 'issuer' | 'externalAuthUrl' | 'clientId' | 'scopes'
 >
 
+/** Why a secondary factor is unmet, as a stable label: a refusal kind, or a valid token of another identity. */
+export type SecondaryKind = RefusalKind | 'other_identity'
+
 /** The outcome of the secondary-factor check for one request. */
 export type SecondaryResult =
   | { met: true }
-  | { met: false; signer: RequiredSigner; error: ChallengeError; reason: string }
+  | {
+      met: false
+      signer: RequiredSigner
+      error: ChallengeError
+      kind: SecondaryKind
+      reason: string
+    }
 
 /** Finds the identity a verified token names through the signer's claimsProperty/useExternalId. */
 async function matchIdentity(
@@ -104,8 +114,7 @@ export class ExternalJwtVerifier {
     const hit = this.lookup.stale() ? undefined : this.cache.get(key)
     if (hit) {
       const signer = this.keys.getById(hit.signerId)?.signer
-      const identity =
-        known?.id === hit.identityId ? known : await this.lookup.byId(hit.identityId)
+      const identity = known?.id === hit.identityId ? known : await this.lookup.byId(hit.identityId)
       if (signer?.enabled && identity && !identity.disabled) {
         if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
           throw new JwtRejected(
@@ -184,21 +193,24 @@ export class ExternalJwtVerifier {
       scopes: null,
     }
     let error: ChallengeError = 'missing'
+    let kind: SecondaryKind = 'missing'
     let reason = 'no bearer token'
     for (const token of tokens) {
       try {
         const matched = await this.match(token, signerId, identity)
         if (matched.identity.id === identity.id) return { met: true }
         error = 'invalid'
+        kind = 'other_identity'
         reason = 'token names another identity'
       } catch (err) {
         if (!(err instanceof JwtRejected)) throw err
         if (error !== 'expired') {
           error = err.error
+          kind = err.kind
           reason = err.reason
         }
       }
     }
-    return { met: false, signer, error, reason }
+    return { met: false, signer, error, kind, reason }
   }
 }

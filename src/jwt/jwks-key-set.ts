@@ -130,6 +130,11 @@ export class JwksKeySet {
     return this.kids.has(kid)
   }
 
+  /** Milliseconds since the epoch of the last successful fetch, if any. */
+  lastSuccessAt(): number | undefined {
+    return Number.isFinite(this.fetchedAt) ? this.fetchedAt : undefined
+  }
+
   status(): KeySetStatus {
     const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString())
     return {

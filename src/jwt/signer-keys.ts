@@ -51,6 +51,7 @@ export class SignerKeys {
   private readonly listeners: ((signerId: string) => void)[] = []
   private readonly pending = new Set<Promise<void>>()
   private readonly retiredListeners: ((signerId: string, kids: string[]) => void)[] = []
+  private readonly fetchListeners: ((signerId: string, ok: boolean) => void)[] = []
 
   constructor(private readonly options: SignerKeysOptions) {}
 
@@ -67,6 +68,11 @@ export class SignerKeys {
   /** Called when a successful JWKS fetch no longer holds kids (or holds other keys under them). */
   onKidsRetired(listener: (signerId: string, kids: string[]) => void): void {
     this.retiredListeners.push(listener)
+  }
+
+  /** Called after every JWKS fetch of a signer, successful or not. */
+  onFetched(listener: (signerId: string, ok: boolean) => void): void {
+    this.fetchListeners.push(listener)
   }
 
   /** Whether a token signed with this kid can still verify with the signer's current keys. */
@@ -169,6 +175,11 @@ export class SignerKeys {
     return this.byId.get(id)
   }
 
+  /** Every signer this instance knows, enabled or not, with its key material. */
+  all(): SignerEntry[] {
+    return [...this.byId.values()]
+  }
+
   enabled(): SignerRecord[] {
     return [...this.byId.values()].map((e) => e.signer).filter((s) => s.enabled)
   }
@@ -217,6 +228,7 @@ export class SignerKeys {
       cooldownMs,
       maxAgeMs,
       onFetch: (result) => {
+        for (const listener of this.fetchListeners) listener(signer.id, result.ok)
         if (result.ok) {
           const { keys, retiredKids } = result
           log.info({ signerId: signer.id, keys, retiredKids }, 'jwks fetched')

@@ -25,6 +25,8 @@ export interface AuthDeps {
   sessions: SessionService
   verifier: ExternalJwtVerifier
   policyOf: (identity: IdentityRecord) => Promise<AuthPolicyRecord | undefined>
+  /** Told the outcome of every secondary-factor check (metrics). */
+  onSecondary?: ((result: SecondaryResult) => void) | undefined
 }
 
 const MISSING =
@@ -49,6 +51,7 @@ export async function evaluateSecondary(
     identity,
     required,
   )
+  deps.onSecondary?.(result)
   if (!result.met) {
     request.log.info(
       { reason: result.reason, signerId: result.signer.id, identityId: identity.id },

@@ -5,7 +5,8 @@ import type { IdentityRecord } from '../../identities/identity-service.js'
 import { checkPassword, type PasswordLoginDeps } from '../../identities/password-login.js'
 import type { SessionRecord } from '../../identities/session-service.js'
 import { bearerChallenge, bearerTokens } from '../../jwt/challenge.js'
-import { JwtRejected } from '../../jwt/verify.js'
+import { JwtRejected, type RefusalKind } from '../../jwt/verify.js'
+import type { LoginEvent, LoginMethod } from '../../metrics/login-reasons.js'
 import { auditContext } from '../audit-events/context.js'
 import {
   type AuthDeps,
@@ -31,6 +32,8 @@ export interface SessionRoutesOptions {
   /** Requests per second per client address on /authenticate; 0 is off. */
   rateLimit: number
   clock: () => Date
+  /** Told the outcome of every password or ext-jwt login attempt (metrics). */
+  onLogin?: ((event: LoginEvent) => void) | undefined
 }
 
 export function toCurrentSession(
@@ -80,6 +83,13 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
   const { sessions, verifier } = auth
   const tags = ['Authentication']
   const limiter = opts.rateLimit > 0 ? rateLimit(opts.rateLimit, opts.clock) : undefined
+  const { onLogin } = opts
+  // Why a JWT was refused, for the login count: the 401 the client gets no longer says.
+  const refusals = new WeakMap<FastifyRequest, RefusalKind>()
+  const loginMethod = (request: FastifyRequest): LoginMethod | undefined => {
+    const { method } = request.query as { method?: unknown } // parsed, maybe not yet validated
+    return method === 'password' || method === 'ext-jwt' ? method : undefined
+  }
 
   async function primaryJwt(request: FastifyRequest) {
     const tokens = bearerTokens(request.raw.rawHeaders)
@@ -87,6 +97,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       return await verifier.authenticate(tokens)
     } catch (err) {
       if (!(err instanceof JwtRejected)) throw err
+      refusals.set(request, err.kind)
       request.log.info(
         { reason: err.reason, signerId: err.signerId, kid: err.kid },
         'ext-jwt login refused',
@@ -114,6 +125,15 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     '/authenticate',
     {
       ...(limiter ? { onRequest: limiter } : {}),
+      // Every refusal passes here, those before the handler (rate limit, validation) included.
+      ...(onLogin
+        ? {
+            onError: async (request: FastifyRequest, _reply: FastifyReply, error: unknown) => {
+              const method = loginMethod(request)
+              if (method) onLogin({ method, ok: false, error, refusal: refusals.get(request) })
+            },
+          }
+        : {}),
       // The body is optional (JWT login needs only the Authorization header).
       preValidation: async (request) => {
         request.body ??= {}
@@ -152,6 +172,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       for (const [name, value] of Object.entries(secondaryChallenge(secondary)))
         reply.header(name, value)
       request.log.info({ identityId: identity.id, authenticatorId, sessionId: session.id }, 'login')
+      onLogin?.({ method, ok: true })
       return {
         data: toCurrentSession(session, identity, token, seconds, authQueries(secondary)),
         meta: {},

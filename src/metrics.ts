@@ -1,0 +1,174 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import type { SecondaryResult } from './jwt/authenticate.js'
+import type { SignerKeys } from './jwt/signer-keys.js'
+import type { VerifiedTokenCache } from './jwt/verified-cache.js'
+import { type LoginEvent, loginFailureReason, secondaryReason } from './metrics/login-reasons.js'
+
+/** What the gauges read when scraped, and what the counters follow (the app's services). */
+export interface MetricSources {
+  /** Live API sessions, counted in the store (every instance's). */
+  sessions: () => Promise<number>
+  keys: SignerKeys
+  cache: VerifiedTokenCache
+  /** Token verifications run, and those answered from the verified-token cache. */
+  verifierStats: { verified: number; cacheHits: number }
+}
+
+/**
+ * The Prometheus metrics of one app instance, in a registry of its own (never prom-client's global
+ * one, so that several apps, as in the tests, each count their own). Every label value comes from a
+ * fixed set or from stored data (route patterns, signer ids), never from a request's raw input.
+ */
+export class Metrics {
+  readonly registry = new Registry()
+  private readonly http: Counter<'method' | 'route' | 'status'>
+  private readonly duration: Histogram<'method' | 'route'>
+  private readonly logins: Counter<'method' | 'result' | 'reason'>
+  private readonly secondaries: Counter<'result' | 'reason'>
+  private readonly jwksFetches: Counter<'signer_id' | 'result'>
+
+  constructor() {
+    const registers = [this.registry]
+    collectDefaultMetrics({ register: this.registry })
+    this.http = new Counter({
+      name: 'ctrl_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    })
+    this.duration = new Histogram({
+      name: 'ctrl_http_request_duration_seconds',
+      help: 'Time to answer HTTP requests, by method and route pattern',
+      labelNames: ['method', 'route'],
+      registers,
+    })
+    this.logins = new Counter({
+      name: 'ctrl_logins_total',
+      help: 'Login attempts by method (password, ext-jwt), result (success, failure) and reason',
+      labelNames: ['method', 'result', 'reason'],
+      registers,
+    })
+    this.secondaries = new Counter({
+      name: 'ctrl_secondary_checks_total',
+      help: 'Secondary-factor (external JWT) checks by result (met, unmet) and reason',
+      labelNames: ['result', 'reason'],
+      registers,
+    })
+    this.jwksFetches = new Counter({
+      name: 'ctrl_jwks_fetches_total',
+      help: 'JWKS fetches by signer and result (ok, error)',
+      labelNames: ['signer_id', 'result'],
+      registers,
+    })
+  }
+
+  /** Counts one answered request; `route` is the route pattern or `unmatched`. */
+  request(method: string, route: string, status: number, seconds: number): void {
+    this.duration.observe({ method, route }, seconds)
+    this.http.inc({ method, route, status })
+  }
+
+  readonly login = (event: LoginEvent): void => {
+    const reason = event.ok ? 'none' : loginFailureReason(event.error, event.refusal)
+    this.logins.inc({ method: event.method, result: event.ok ? 'success' : 'failure', reason })
+  }
+
+  readonly secondary = (result: SecondaryResult): void => {
+    this.secondaries.inc({ result: result.met ? 'met' : 'unmet', reason: secondaryReason(result) })
+  }
+
+  /** Follows the app's services: fetch events as they happen, the gauges when scraped. */
+  watch(sources: MetricSources): void {
+    const { keys, cache, verifierStats } = sources
+    const registers = [this.registry]
+    keys.onFetched((signerId, ok) => {
+      this.jwksFetches.inc({ signer_id: signerId, result: ok ? 'ok' : 'error' })
+    })
+    // A deleted signer's series go with it.
+    keys.onInvalidate((signerId) => {
+      if (keys.getById(signerId)) return
+      for (const result of ['ok', 'error']) this.jwksFetches.remove({ signer_id: signerId, result })
+    })
+    const seen = { hit: 0, miss: 0 }
+    new Counter({
+      name: 'ctrl_verified_token_cache_total',
+      help: 'Verified-token cache lookups of JWT logins and secondary checks, by result (hit, miss)',
+      labelNames: ['result'],
+      registers,
+      collect() {
+        // The verifier counts for itself; only what happened since the last scrape is added.
+        const { cacheHits, verified } = verifierStats
+        this.inc({ result: 'hit' }, cacheHits - seen.hit)
+        this.inc({ result: 'miss' }, verified - seen.miss)
+        seen.hit = cacheHits
+        seen.miss = verified
+      },
+    })
+    new Gauge({
+      name: 'ctrl_verified_token_cache_entries',
+      help: 'Tokens held in the verified-token cache',
+      registers,
+      collect() {
+        this.set(cache.size)
+      },
+    })
+    new Gauge({
+      name: 'ctrl_api_sessions',
+      help: 'Live API sessions',
+      registers,
+      async collect() {
+        // A store that does not answer leaves the last count rather than failing the whole scrape.
+        await sources.sessions().then(
+          (n) => this.set(n),
+          () => {},
+        )
+      },
+    })
+    new Gauge({
+      name: 'ctrl_signers',
+      help: 'External JWT signers, by enabled (true, false)',
+      labelNames: ['enabled'],
+      registers,
+      collect() {
+        const all = keys.all()
+        const enabled = all.filter((e) => e.signer.enabled).length
+        this.set({ enabled: 'true' }, enabled)
+        this.set({ enabled: 'false' }, all.length - enabled)
+      },
+    })
+    new Gauge({
+      name: 'ctrl_jwks_keys',
+      help: 'Keys in the JWKS last fetched, by signer',
+      labelNames: ['signer_id'],
+      registers,
+      collect() {
+        this.reset()
+        for (const { signer, keySet } of keys.all())
+          if (keySet) this.set({ signer_id: signer.id }, keySet.status().kids.length)
+      },
+    })
+    new Gauge({
+      name: 'ctrl_jwks_last_success_timestamp_seconds',
+      help: 'When the JWKS of a signer was last fetched successfully (Unix seconds)',
+      labelNames: ['signer_id'],
+      registers,
+      collect() {
+        this.reset()
+        for (const { signer, keySet } of keys.all()) {
+          const at = keySet?.lastSuccessAt()
+          if (at !== undefined) this.set({ signer_id: signer.id }, at / 1000)
+        }
+      },
+    })
+  }
+
+  /** The exposition: the Prometheus text format and its content type. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() }
+  }
+}
+
+/** A fresh set of metrics for one app, with prom-client's process and Node.js metrics. */
+export function createMetrics(): Metrics {
+  return new Metrics()
+}
