@@ -12,7 +12,6 @@ import type { Metrics } from './metrics.js'
 import { auditEventRoutes } from './routes/audit-events/index.js'
 import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
-import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
 import caCertsRoutes from './routes/cacerts/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
 import {
@@ -73,7 +72,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { config } = options
   // Converted first: a bundle that holds no certificate stops the build before anything opens.
   const pkcs7 = options.https
-    ? pkcs7CertsOnly(options.caPem ?? options.https.cert.toString('utf8'))
+    ? (await import('./routes/cacerts/ca-bundle.js')).pkcs7CertsOnly(
+        options.caPem ?? options.https.cert.toString('utf8'),
+      )
     : undefined
   const clock = options.clock ?? (() => new Date())
   const logger =
@@ -113,7 +114,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   installErrorHandling(app)
   const { metrics } = options
   if (metrics) installHttpMetrics(app, metrics)
-  app.addHook('onRequest', async (request) => requireHost(request))
+  // Callback-style hooks: they run on every request, and skip a promise each.
+  app.addHook('onRequest', (request, _reply, done) => {
+    try {
+      requireHost(request)
+      done()
+    } catch (err) {
+      done(err as Error) // requireHost throws only AppError
+    }
+  })
   app.decorateRequest('auth', null)
 
   // An empty JSON body reads as "no body": login accepts a bare POST with only a bearer token.
@@ -125,7 +134,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Writes, logins and every refusal or failure are logged at info; successful reads (the bulk of
   // the traffic, counted by the metrics) only at debug, so the log stays readable and cheap.
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const read = request.method === 'GET' || request.method === 'HEAD'
     const level = read && reply.statusCode < 400 ? 'debug' : 'info'
     request.log[level](
@@ -138,6 +147,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       },
       'request completed',
     )
+    done()
   })
 
   await app.register(swagger, {

@@ -4,9 +4,7 @@ import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { caughtMessage } from './errors.js'
-import { type MetricsListener, startMetricsListener } from './metrics/listener.js'
-import { createMetrics } from './metrics.js'
-import { pkcs7CertsOnly } from './routes/cacerts/ca-bundle.js'
+import type { MetricsListener } from './metrics/listener.js'
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>
@@ -38,6 +36,8 @@ async function main(): Promise<void> {
       caPem = config.tlsCaPath
         ? readFileSync(config.tlsCaPath, 'utf8')
         : https.cert.toString('utf8')
+      // Loaded only when serving TLS: the x509 library is large, and plain HTTP never needs it.
+      const { pkcs7CertsOnly } = await import('./routes/cacerts/ca-bundle.js')
       pkcs7CertsOnly(caPem)
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err)
@@ -49,7 +49,9 @@ async function main(): Promise<void> {
   // Log lines are written asynchronously (a request never waits on stdout; lines written while one
   // write is under way go out together) and flushed when the process stops.
   const logStream = pino.destination({ dest: 1, sync: false })
-  const metrics = config.metricsPort === undefined ? undefined : createMetrics()
+  // prom-client is loaded only when metrics are on.
+  const metrics =
+    config.metricsPort === undefined ? undefined : (await import('./metrics.js')).createMetrics()
   const app = await buildApp({
     config,
     logger: { level: config.logLevel, stream: logStream },
@@ -79,6 +81,7 @@ async function main(): Promise<void> {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   app.log.info(`listening on ${https ? 'https' : 'http'}://${host}:${port}`)
   if (metrics && config.metricsPort !== undefined) {
+    const { startMetricsListener } = await import('./metrics/listener.js')
     metricsListener = await startMetricsListener(metrics, config.metricsHost, config.metricsPort)
     app.log.info(`metrics on ${metricsListener.url}`)
   }

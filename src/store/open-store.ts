@@ -1,6 +1,5 @@
 import { join } from 'node:path'
 import { migrationsDir, openDatabase, readMigrations } from './db.js'
-import { PgStore } from './postgres/store.js'
 import { SqliteStore } from './sqlite/store.js'
 import type { Store } from './types.js'
 
@@ -31,6 +30,8 @@ export async function openStore(
   underLock: (store: Store) => Promise<void>,
 ): Promise<Store> {
   if (isPostgresUrl(settings.db)) {
+    // The driver is loaded only for PostgreSQL: the embedded default never needs it.
+    const { PgStore } = await import('./postgres/store.js')
     return PgStore.open({
       settings: {
         url: settings.db,
