@@ -3,6 +3,7 @@ import { bodyFields, differingFields } from '../audit/changed-fields.js'
 import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
+import { LookupCache } from '../lookup-cache.js'
 import type { AuthPolicyService } from '../policies/auth-policy-service.js'
 import { applyPatch, notFound } from '../resources.js'
 import { IDENTITY_LIST_SPEC } from '../store/identity-repository.js'
@@ -64,7 +65,15 @@ export class IdentityService {
     private readonly policies: AuthPolicyService,
     private readonly clock: () => Date,
     private readonly audit: AuditService,
-  ) {}
+  ) {
+    changes.on((event) => {
+      if (event.entity === 'identity') this.known.clear()
+    })
+    store.onFeed(() => this.known.clear())
+  }
+
+  /** Identities by id and by externalId, read on every login and request: kept until a change. */
+  private readonly known = new LookupCache<IdentityRecord | undefined>()
 
   private emit(op: 'upsert' | 'delete', identity: IdentityRecord): void {
     this.changes.emit({ entity: 'identity', op, id: identity.id, remote: false, record: identity })
@@ -89,11 +98,15 @@ export class IdentityService {
 
   /** An identity by id or undefined (login paths). */
   find(id: string): Promise<IdentityRecord | undefined> {
-    return this.store.repos.identities.get(id)
+    const repo = this.store.repos.identities
+    if (this.store.stale) return repo.get(id)
+    return this.known.get(`id:${id}`, () => repo.get(id))
   }
 
   findByExternalId(externalId: string): Promise<IdentityRecord | undefined> {
-    return this.store.repos.identities.getByExternalId(externalId)
+    const repo = this.store.repos.identities
+    if (this.store.stale) return repo.getByExternalId(externalId)
+    return this.known.get(`ext:${externalId}`, () => repo.getByExternalId(externalId))
   }
 
   /** The identity of a user name and its password hash (password login). */

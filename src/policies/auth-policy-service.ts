@@ -3,6 +3,7 @@ import { bodyFields, differingFields } from '../audit/changed-fields.js'
 import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
+import { LookupCache } from '../lookup-cache.js'
 import { applyPatch, notFound } from '../resources.js'
 import { AUTH_POLICY_LIST_SPEC } from '../store/auth-policy-repository.js'
 import { type ListParams, parseListQuery } from '../store/list-query.js'
@@ -86,7 +87,7 @@ export type PrimaryMethod = 'updb' | 'ext-jwt'
 export class AuthPolicyService {
   readonly filterableFields = Object.keys(AUTH_POLICY_LIST_SPEC.filterable)
   /** Policies are read on every authenticated request: kept in memory, dropped on any change. */
-  private readonly cache = new Map<string, Promise<AuthPolicyRecord | undefined>>()
+  private readonly cache = new LookupCache<AuthPolicyRecord | undefined>()
 
   constructor(
     private readonly store: Store,
@@ -102,14 +103,9 @@ export class AuthPolicyService {
 
   /** A policy by id, from memory unless changes may have been missed. */
   cached(id: string): Promise<AuthPolicyRecord | undefined> {
-    if (this.store.stale) return this.store.repos.policies.get(id)
-    let hit = this.cache.get(id)
-    if (!hit) {
-      hit = this.store.repos.policies.get(id)
-      this.cache.set(id, hit)
-      hit.catch(() => this.cache.delete(id))
-    }
-    return hit
+    const repo = this.store.repos.policies
+    if (this.store.stale) return repo.get(id)
+    return this.cache.get(id, () => repo.get(id))
   }
 
   policyOf(identity: IdentityRecord): Promise<AuthPolicyRecord | undefined> {
