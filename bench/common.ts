@@ -38,17 +38,27 @@ export async function measure(
     })
   }
   const started = performance.now()
-  const result = await autocannon({
-    url,
-    method: options.method ?? 'GET',
-    connections: CONNECTIONS,
-    ...(options.amount === undefined ? { duration: DURATION_S } : { amount: options.amount }),
-    ...(nextHeaders
-      ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
-      : {}),
+  let lastResponse = started
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const run = autocannon(
+      {
+        url,
+        method: options.method ?? 'GET',
+        connections: CONNECTIONS,
+        ...(options.amount === undefined ? { duration: DURATION_S } : { amount: options.amount }),
+        ...(nextHeaders
+          ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
+          : {}),
+      },
+      (err, res) => (err ? reject(err) : resolve(res)),
+    )
+    run.on('response', () => {
+      lastResponse = performance.now()
+    })
   })
-  // autocannon reports whole seconds; a run of a fixed amount is timed here instead.
-  const seconds = (performance.now() - started) / 1000
+  // autocannon ends a run of a fixed amount on its next whole-second tick: time it to the last
+  // response instead.
+  const seconds = (lastResponse - started) / 1000
   const total = result.requests.total
   return {
     rps: options.amount === undefined ? result.requests.average : total / seconds,
