@@ -7,7 +7,7 @@ import { LookupCache } from '../lookup-cache.js'
 import type { AuthPolicyService } from '../policies/auth-policy-service.js'
 import { applyPatch, notFound } from '../resources.js'
 import { IDENTITY_LIST_SPEC } from '../store/identity-repository.js'
-import { type ListParams, parseListQuery } from '../store/list-query.js'
+import { type ListPage, type ListParams, parseListQuery } from '../store/list-query.js'
 import type { IdentityRecord, Store, UnitOfWork } from '../store/types.js'
 import { hashPassword } from './password.js'
 
@@ -67,13 +67,17 @@ export class IdentityService {
     private readonly audit: AuditService,
   ) {
     changes.on((event) => {
-      if (event.entity === 'identity') this.known.clear()
+      if (event.entity === 'identity') {
+        this.known.clear()
+        this.pages.clear()
+      }
     })
     store.onFeed(() => this.known.clear())
   }
 
   /** Identities by id and by externalId, read on every login and request: kept until a change. */
   private readonly known = new LookupCache<IdentityRecord | undefined>()
+  private readonly pages = new LookupCache<ListPage<IdentityRecord>>(256)
 
   private emit(op: 'upsert' | 'delete', identity: IdentityRecord): void {
     this.changes.emit({ entity: 'identity', op, id: identity.id, remote: false, record: identity })
@@ -116,8 +120,16 @@ export class IdentityService {
     return { identity, hash }
   }
 
+  /**
+   * A page of identities. Where one process owns the store (SQLite) pages are kept until an
+   * identity changes; on PostgreSQL another instance may change them, so they are always read.
+   */
   list(params: ListParams) {
-    return this.store.repos.identities.list(parseListQuery(params, IDENTITY_LIST_SPEC))
+    const query = parseListQuery(params, IDENTITY_LIST_SPEC)
+    const repo = this.store.repos.identities
+    if (this.store.kind !== 'sqlite') return repo.list(query)
+    const key = `${params.filter}\u0000${params.sort}\u0000${params.limit}\u0000${params.offset}`
+    return this.pages.get(key, () => repo.list(query))
   }
 
   async create(input: IdentityInput, ctx?: AuditContext): Promise<IdentityRecord> {
@@ -234,6 +246,8 @@ export class IdentityService {
       const changedFields = ['password']
       return this.audit.record(tx, ctx, { action: 'set-password', ...ENTITY(id), changedFields })
     })
+    // updatedAt moved: whatever keeps identities must reread this one.
+    this.changes.emit({ entity: 'identity', op: 'upsert', id, remote: false })
     this.audit.logged(event)
   }
 }

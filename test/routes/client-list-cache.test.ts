@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, caller, login } from '../helpers/app.js'
+import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { freshPostgresUrl, PG_URL, STORES } from '../helpers/stores.js'
 
 const CLIENT = '/edge/client/v1/external-jwt-signers'
@@ -76,6 +76,28 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
     expect((await call('GET', M)).json().data).toEqual([])
     // Still an admin route: no session, no page.
     expect((await app.inject({ method: 'GET', url: M })).statusCode).toBe(401)
+  })
+
+  it('keeps identity pages exact: changes, passwords and sessions show in the very next response', async () => {
+    const clock = testClock()
+    const app = await buildTestApp({ storeKind, clock })
+    const call = caller(app, await login(app))
+    const I = '/edge/management/v1/identities'
+    const page = async () =>
+      (await call('GET', `${I}?filter=${encodeURIComponent('name contains "ali"')}`)).json().data
+    const id = (await call('POST', I, { name: 'alice' })).json().data.id
+    expect((await page()).map((i: { name: string }) => i.name)).toEqual(['alice'])
+    await call('PATCH', `${I}/${id}`, { name: 'alicia' })
+    const [renamed] = await page()
+    expect(renamed).toMatchObject({ name: 'alicia', hasApiSession: false })
+    clock.advance(1000)
+    await call('PUT', `${I}/${id}/password`, { password: 'a-long-password-1' })
+    const [withPassword] = await page()
+    expect(withPassword.updatedAt).not.toBe(renamed.updatedAt)
+    await login(app, 'alicia', 'a-long-password-1')
+    expect((await page())[0].hasApiSession).toBe(true)
+    await call('DELETE', `${I}/${id}`)
+    expect(await page()).toEqual([])
   })
 
   it('shows every kind of change in the very next response', async () => {
