@@ -1,5 +1,5 @@
 import 'reflect-metadata'
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
@@ -8,47 +8,13 @@ import { join } from 'node:path'
 import { X509Certificate, X509Certificates } from '@peculiar/x509'
 import { afterAll, describe, expect, it } from 'vitest'
 import { makeCert, makeServerCert } from '../helpers/certs.js'
+import { type Started, startServer, stopServer } from '../helpers/server-process.js'
 
 const root = new URL('../../', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-e2e-'))
 
-interface Started {
-  child: ChildProcess
-  base: string
-  stderr: () => string
-}
-
-/** Starts the built server like `npm start` and waits for its "listening on" line. */
-async function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ['dist/src/server.js'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', CTRL_PORT: '0', ...env },
-  })
-  let out = ''
-  let err = ''
-  child.stderr?.on('data', (d) => {
-    err += d
-  })
-  const base = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line: ${out} ${err}`)), 15_000)
-    child.stdout?.on('data', (d) => {
-      out += d
-      const m = /listening on (https?:\/\/[\d.]+:\d+)/.exec(out)
-      if (m) {
-        clearTimeout(timer)
-        resolve(m[1] as string)
-      }
-    })
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)))
-  })
-  return { child, base, stderr: () => err }
-}
-
-async function stop(s: Started): Promise<number | null> {
-  s.child.kill('SIGTERM')
-  const [code] = await once(s.child, 'exit')
-  return code as number | null
-}
+const start = (env: Record<string, string>): Promise<Started> => startServer(env)
+const stop = stopServer
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 

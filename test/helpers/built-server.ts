@@ -1,15 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { webcrypto } from 'node:crypto'
-import { once } from 'node:events'
 import type { IncomingHttpHeaders } from 'node:http'
 import { request } from 'node:https'
-import { join } from 'node:path'
 import * as x509 from '@peculiar/x509'
 import './certs.js' // sets @peculiar/x509's crypto provider
-
-const root = new URL('../../', import.meta.url).pathname
-/** Built once for every test file by the global setup, as `npm start` builds it. */
-const serverJs = join(root, 'dist', 'src', 'server.js')
+import { startServer as startBuilt, stopServer } from './server-process.js'
 
 export interface RunningServer {
   child: ChildProcess
@@ -20,33 +15,8 @@ export interface RunningServer {
 
 /** Runs the built server with these settings (and nothing else from the environment). */
 export async function startServer(env: Record<string, string>): Promise<RunningServer> {
-  const child = spawn(process.execPath, [serverJs], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', CTRL_PORT: '0', ...env },
-  })
-  let out = ''
-  let err = ''
-  child.stderr?.on('data', (d) => {
-    err += d
-  })
-  const base = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line: ${out} ${err}`)), 15_000)
-    child.stdout?.on('data', (d) => {
-      out += d
-      const m = /listening on (https?:\/\/[\d.]+:\d+)/.exec(out)
-      if (m) {
-        clearTimeout(timer)
-        resolve(m[1] as string)
-      }
-    })
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)))
-  })
-  const stop = async () => {
-    child.kill('SIGTERM')
-    const [code] = await once(child, 'exit')
-    return code as number | null // the exit event's first argument
-  }
-  return { child, base, stop }
+  const started = await startBuilt(env)
+  return { child: started.child, base: started.base, stop: () => stopServer(started) }
 }
 
 export interface Reply<T> {
