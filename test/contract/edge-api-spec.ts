@@ -5,7 +5,10 @@ import ajvDraft04 from 'ajv-draft-04'
 import ajvFormats from 'ajv-formats'
 import { parse } from 'yaml'
 
-/** Where the edge API's own specification lives: beside the project, as CI has it. */
+/**
+ * Where the edge API's own specification lives: beside the project, as CI has it. A user's clone
+ * has nothing beside it: the contract test is then skipped with one line (see SPEC_AVAILABLE).
+ */
 export const SPEC_DIR =
   process.env.EDGE_API_SPEC_DIR ??
   fileURLToPath(new URL('../../../shared/reference/edge-api/', import.meta.url))
