@@ -3,55 +3,27 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { measure, type Result } from './common.js'
-import { freePort, startProcess } from './processes.js'
+import { startController } from './controller.js'
+import { freePort } from './processes.js'
 
-const PASSWORD = 'bench-admin-password'
 const ISSUER = 'https://metrics.bench'
 
-/** One controller process as `npm start` runs it, with 100 listed signers, a JWKS signer and a user. */
-async function controller(server: string, dir: string, name: string, jwksUrl: string, env = {}) {
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const process = await startProcess(server, base, '/health-checks', {
-    CTRL_PORT: String(port),
-    CTRL_DB: join(dir, `${name}.db`),
-    CTRL_ADMIN_PASSWORD: PASSWORD,
-    CTRL_LOG_LEVEL: 'warn',
-    ...env,
+/** One controller as `npm start` runs it, with 100 listed signers, a JWKS signer and a user. */
+async function controller(dir: string, name: string, jwksUrl: string, env = {}) {
+  const ctrl = await startController(join(dir, `${name}.db`), {
+    signers: 100,
+    env: { CTRL_LOG_LEVEL: 'warn', ...env },
   })
-  const login = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
-  })
-  const token = login.headers.get('zt-session') as string
-  const call = (url: string, body: unknown) =>
-    fetch(`${base}/edge/management/v1${url}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'zt-session': token },
-      body: JSON.stringify(body),
-    })
-  for (let i = 0; i < 100; i++) {
-    await call('/external-jwt-signers', {
-      name: `signer-${i}`,
-      enabled: true,
-      issuer: `https://idp-${i}.example`,
-      audience: 'ziti',
-      // Loopback port 1: the background key fetch is refused locally, nothing leaves the machine.
-      jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
-      externalAuthUrl: `https://idp-${i}.example/auth`,
-    })
-  }
-  await call('/external-jwt-signers', {
+  await ctrl.call('POST', '/edge/management/v1/external-jwt-signers', {
     name: 'bench-jwks',
     enabled: true,
     issuer: ISSUER,
     audience: 'ziti',
     jwksEndpoint: jwksUrl,
   })
-  const identity = await call('/identities', { name: 'bench-user' })
+  const identity = await ctrl.call('POST', '/edge/management/v1/identities', { name: 'bench-user' })
   const sub = ((await identity.json()) as { data: { id: string } }).data.id
-  return { base, sub, stop: process.stop }
+  return { base: ctrl.base, sub, stop: ctrl.stop }
 }
 
 interface Figures {
@@ -74,7 +46,7 @@ async function figures(base: string, tokens: string[]): Promise<Figures> {
  * The cost of metrics: the same figures from a controller with the metrics listener on (and
  * scraped every second, as Prometheus would, only more often) as ratios of one with it off.
  */
-export async function benchMetrics(server: string, dir: string): Promise<void> {
+export async function benchMetrics(dir: string): Promise<void> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'metrics', alg: 'RS256' }] }
   const idp = createServer((_req, res) => {
@@ -84,8 +56,8 @@ export async function benchMetrics(server: string, dir: string): Promise<void> {
   await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve))
   const jwksUrl = `http://127.0.0.1:${(idp.address() as AddressInfo).port}/jwks` // TCP listener
   const metricsPort = await freePort()
-  const off = await controller(server, dir, 'metrics-off', jwksUrl)
-  const on = await controller(server, dir, 'metrics-on', jwksUrl, {
+  const off = await controller(dir, 'metrics-off', jwksUrl)
+  const on = await controller(dir, 'metrics-on', jwksUrl, {
     CTRL_METRICS_PORT: String(metricsPort),
   })
   const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`

@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     await dropDatabase('ctrl_bench_100k')
   }
   if (pgUrl) await dropDatabase('ctrl_bench')
-  await benchMetrics(join(here, '../src/server.js'), dir)
+  await benchMetrics(dir)
   rmSync(dir, { recursive: true, force: true })
   console.log('\nsummary (ratios of this run):')
   for (const line of summary) console.log(`  ${line}`)
