@@ -9,6 +9,7 @@ import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, REDACT_PATHS } from './logger.js'
 import { installHttpMetrics } from './metrics/http.js'
 import type { Metrics } from './metrics.js'
+import { lazyChildLogger, writes } from './request-logger.js'
 import { auditEventRoutes } from './routes/audit-events/index.js'
 import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
@@ -101,6 +102,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // One access-log line per request comes from the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,
+    ...(logger === false ? {} : { childLoggerFactory: lazyChildLogger }),
     requestTimeout: nodeServer.requestTimeout,
     keepAliveTimeout: Math.ceil(config.httpKeepAliveTimeoutMs),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
@@ -137,6 +139,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onResponse', (request, reply, done) => {
     const read = request.method === 'GET' || request.method === 'HEAD'
     const level = read && reply.statusCode < 400 ? 'debug' : 'info'
+    if (!writes(request.log, level)) return done()
     request.log[level](
       {
         method: request.method,

@@ -68,6 +68,8 @@ export async function createServices(o: ServiceOptions) {
     clock,
     timeoutMs: config.sessionTimeoutMs,
     audit,
+    keepSessions: store.kind === 'sqlite',
+    onChange: () => changes.emit({ entity: 'session', op: 'upsert', id: '', remote: false }),
   })
 
   const fetcher = new JwksFetcher({
@@ -120,7 +122,10 @@ export async function createServices(o: ServiceOptions) {
     }
     // refresh-keys through another instance: every instance fetches its own copy now.
     if (event.entity === 'signer-keys' && event.remote) void keys.refresh(event.id)
-    if (event.entity === 'identity') cache.dropIdentity(event.id)
+    if (event.entity === 'identity') {
+      cache.dropIdentity(event.id)
+      sessions.forgetIdentity(event.id)
+    }
     if (event.entity === 'policy') cache.clear()
   })
   // Other instances' changes arrive on the same bus; when some may have been missed, nothing

@@ -71,8 +71,28 @@ export class IdentityService {
         this.known.clear()
         this.pages.clear()
       }
+      // A page shows each identity's policy name and whether it has a session.
+      if (event.entity === 'identity' || event.entity === 'policy' || event.entity === 'session') {
+        for (const listener of this.listListeners) listener()
+      }
     })
     store.onFeed(() => this.known.clear())
+  }
+
+  private readonly listListeners: (() => void)[] = []
+
+  /** Told when a kept identity page may no longer be what a read would give. */
+  onListChange(listener: () => void): void {
+    this.listListeners.push(listener)
+  }
+
+  /**
+   * The version identity pages are kept for: where one process owns the store (SQLite) every
+   * change is heard here, so pages are kept until one; on PostgreSQL another instance may change
+   * identities or sessions, so pages are always read.
+   */
+  async listVersion(): Promise<string | undefined> {
+    return this.store.kind === 'sqlite' ? '' : undefined
   }
 
   /** Identities by id and by externalId, read on every login and request: kept until a change. */

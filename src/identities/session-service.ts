@@ -20,6 +20,13 @@ export interface SessionServiceOptions {
   timeoutMs: number
   /** Records logins and logouts (default: stored but not logged, for unit tests). */
   audit?: AuditService | undefined
+  /**
+   * Keep live sessions in memory (only where this process is the store's one writer, SQLite):
+   * another instance could end a session without this one hearing of it in time.
+   */
+  keepSessions?: boolean
+  /** Told, once committed, that a session was opened or ended (pages showing hasApiSession). */
+  onChange?: (() => void) | undefined
 }
 
 interface PendingLogin {
@@ -34,6 +41,8 @@ function loginMethod(authenticatorId: string): string {
 
 // Sliding expiry is written at most this often per session, so busy clients do not write per call.
 const TOUCH_INTERVAL_MS = 1000
+// Sessions kept in memory at most; the oldest kept is forgotten first (it is read again if used).
+const MAX_KEPT_SESSIONS = 10_000
 
 export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest()
@@ -43,9 +52,15 @@ export function hashToken(token: string): Buffer {
 export class SessionService {
   private readonly writer: BatchWriter<PendingLogin>
   private readonly audit: AuditService
+  /** Live sessions by token hash (base64), and each kept session's key by session id. */
+  private readonly kept: Map<string, SessionRecord> | undefined
+  private readonly keptKeys = new Map<string, string>()
+  /** Moves on whenever a session may have ended: a session read before then is not kept. */
+  private generation = 0
 
   constructor(private readonly options: SessionServiceOptions) {
     this.audit = options.audit ?? AuditService.unlogged(options.store, options.clock)
+    this.kept = options.keepSessions ? new Map() : undefined
     // A login's audit event commits with its session.
     this.writer = new BatchWriter(options.store, async (tx, batch) => {
       await tx.sessions.insertMany(batch.map((b) => b.session))
@@ -87,6 +102,7 @@ export class SessionService {
       },
     )
     await this.writer.add({ session, event })
+    this.options.onChange?.()
     this.audit.logged(event)
     return { session, token }
   }
@@ -97,21 +113,67 @@ export class SessionService {
    */
   async resolve(token: string): Promise<ResolvedSession | undefined> {
     const sessions = this.options.store.repos.sessions
-    const session = await sessions.getByTokenHash(hashToken(token))
+    const hash = hashToken(token)
+    const key = this.kept ? hash.toString('base64') : ''
+    const generation = this.generation
+    const session = this.kept?.get(key) ?? (await sessions.getByTokenHash(hash))
     if (!session) return undefined
     const now = this.options.clock()
     if (Date.parse(session.expiresAt) <= now.getTime()) {
-      await sessions.delete(session.id)
+      this.forget(session.id)
+      if (await sessions.delete(session.id)) this.options.onChange?.()
       return undefined
     }
     const identity = await this.options.identity(session.identityId)
     if (!identity || identity.disabled) return undefined
     if (now.getTime() - Date.parse(session.lastActivityAt) >= TOUCH_INTERVAL_MS) {
-      session.lastActivityAt = now.toISOString()
-      session.expiresAt = new Date(now.getTime() + this.options.timeoutMs).toISOString()
-      await sessions.touch(session.id, session.lastActivityAt, session.expiresAt)
+      const lastActivityAt = now.toISOString()
+      const expiresAt = new Date(now.getTime() + this.options.timeoutMs).toISOString()
+      try {
+        await sessions.touch(session.id, lastActivityAt, expiresAt)
+      } catch (err) {
+        this.forget(session.id) // what is kept must never be ahead of what is stored
+        throw err
+      }
+      session.lastActivityAt = lastActivityAt
+      session.expiresAt = expiresAt
     }
+    if (generation === this.generation) this.keep(key, session)
     return { session, identity }
+  }
+
+  private keep(key: string, session: SessionRecord): void {
+    if (!this.kept || this.kept.has(key)) return
+    if (this.kept.size >= MAX_KEPT_SESSIONS) {
+      const [oldestKey, oldest] = this.kept.entries().next().value as [string, SessionRecord]
+      this.kept.delete(oldestKey)
+      this.keptKeys.delete(oldest.id)
+    }
+    this.kept.set(key, session)
+    this.keptKeys.set(session.id, key)
+  }
+
+  private forget(sessionId: string): void {
+    this.generation++
+    const key = this.keptKeys.get(sessionId)
+    if (key === undefined) return
+    this.keptKeys.delete(sessionId)
+    this.kept?.delete(key)
+  }
+
+  /**
+   * An identity changed or was deleted: its kept sessions are read again (disabling or deleting
+   * an identity ends its sessions in the store).
+   */
+  forgetIdentity(identityId: string): void {
+    if (!this.kept) return
+    this.generation++
+    for (const [key, session] of this.kept) {
+      if (session.identityId === identityId) {
+        this.kept.delete(key)
+        this.keptKeys.delete(session.id)
+      }
+    }
   }
 
   /** Logout: ends a session (recording who ended it). */
@@ -121,12 +183,20 @@ export class SessionService {
       const entry = { action: 'logout', entityType: 'api-sessions', entityId: sessionId } as const
       return this.audit.record(tx, ctx, entry)
     })
+    this.forget(sessionId)
+    if (event) this.options.onChange?.()
     if (event) this.audit.logged(event)
   }
 
   /** Removes sessions past their expiry; resolves with how many. */
-  purgeExpired(): Promise<number> {
-    return this.options.store.repos.sessions.deleteExpired(this.options.clock().toISOString())
+  async purgeExpired(): Promise<number> {
+    const now = this.options.clock()
+    const purged = await this.options.store.repos.sessions.deleteExpired(now.toISOString())
+    for (const session of this.kept?.values() ?? []) {
+      if (Date.parse(session.expiresAt) < now.getTime()) this.forget(session.id)
+    }
+    if (purged > 0) this.options.onChange?.()
+    return purged
   }
 
   private asked = new Map<string, ((has: boolean) => void)[]>()

@@ -14,7 +14,7 @@ import {
   MAX_BODY_DEPTH,
   tooDeepField,
 } from './common-schemas.js'
-import { notModified, ResponseCache } from './response-cache.js'
+import { notModified, ResponseCache, tagged } from './response-cache.js'
 
 /** What a management resource's domain service offers to its routes (writes are audited). */
 export interface ResourceService<Rec extends { id: string }, Body, Patch> {
@@ -117,18 +117,16 @@ export function resourceRoutes<
             },
           }
         }
-        const version = await o.service.listVersion?.()
-        if (version === undefined) return page()
         // The route's own compiled serializer, so a kept page is byte for byte what it would be.
         const serialize = reply.getSerializationFunction('200')
-        const { body, etag } = await pages.get(
-          `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`,
-          version,
-          async () => {
-            const value = await page()
-            return serialize ? serialize(value) : JSON.stringify(value)
-          },
-        )
+        const build = async () => {
+          const value = await page()
+          return serialize ? serialize(value) : JSON.stringify(value)
+        }
+        const version = await o.service.listVersion?.()
+        const key = `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`
+        const { body, etag } =
+          version === undefined ? tagged(await build()) : await pages.get(key, version, build)
         reply.header('etag', etag)
         if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
         return reply.type('application/json; charset=utf-8').send(body)

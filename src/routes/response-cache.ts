@@ -21,8 +21,7 @@ export class ResponseCache {
     const hit = this.entries.get(key)
     if (hit && hit.version === version) return hit.value
     const generation = this.generation
-    const body = await build()
-    const value = { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` }
+    const value = tagged(await build())
     if (generation === this.generation) {
       if (this.entries.size >= this.maxEntries) this.entries.clear()
       this.entries.set(key, { version, value })
@@ -34,6 +33,11 @@ export class ResponseCache {
     this.generation++
     this.entries.clear()
   }
+}
+
+/** A body with its strong entity tag (for answers that are not kept as well). */
+export function tagged(body: string): CachedBody {
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` }
 }
 
 /** Whether an If-None-Match header names this entity tag (or is `*`). */

@@ -100,6 +100,60 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
     expect(await page()).toEqual([])
   })
 
+  it('keeps identity pages exact as sessions end and policies change, with ETag and 304', async () => {
+    const clock = testClock()
+    const app = await buildTestApp({ storeKind, clock, config: { sessionTimeoutMs: 60_000 } })
+    const call = caller(app, await login(app))
+    const I = '/edge/management/v1/identities'
+    const P = '/edge/management/v1/auth-policies'
+    const url = `${I}?filter=${encodeURIComponent('name = "dora"')}`
+    const only = async () => (await call('GET', url)).json().data[0]
+    const policy = (
+      await call('POST', P, {
+        name: 'strict',
+        primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: false } },
+        secondary: {},
+      })
+    ).json().data.id
+    const id = (await call('POST', I, { name: 'dora', authPolicyId: policy })).json().data.id
+    await call('PUT', `${I}/${id}/password`, { password: 'dora-password-12' })
+    const first = await call('GET', url)
+    const etag = first.headers.etag as string
+    expect(first.json().data[0]).toMatchObject({
+      hasApiSession: false,
+      authPolicy: { name: 'strict' },
+    })
+    expect((await call('GET', url, undefined, { 'if-none-match': etag })).statusCode).toBe(304)
+
+    const dora = await login(app, 'dora', 'dora-password-12')
+    const afterLogin = await call('GET', url, undefined, { 'if-none-match': etag })
+    expect(afterLogin.statusCode).toBe(200)
+    expect(afterLogin.json().data[0].hasApiSession).toBe(true)
+    const logout = await app.inject({
+      method: 'DELETE',
+      url: '/edge/client/v1/current-api-session',
+      headers: { 'zt-session': dora },
+    })
+    expect(logout.statusCode).toBe(200)
+    expect((await only()).hasApiSession).toBe(false)
+
+    await call('PATCH', `${P}/${policy}`, { name: 'stricter' })
+    expect((await only()).authPolicy.name).toBe('stricter')
+
+    // A session presented after its expiry is removed, and leaves the page at once as well.
+    const later = await login(app, 'dora', 'dora-password-12')
+    expect((await only()).hasApiSession).toBe(true)
+    clock.advance(60_001)
+    const admin = caller(app, await login(app))
+    const expired = await app.inject({
+      method: 'GET',
+      url: '/edge/client/v1/current-api-session',
+      headers: { 'zt-session': later },
+    })
+    expect(expired.statusCode).toBe(401)
+    expect((await admin('GET', url)).json().data[0].hasApiSession).toBe(false)
+  })
+
   it('shows every kind of change in the very next response', async () => {
     const app = await buildTestApp({ storeKind })
     const call = caller(app, await login(app))

@@ -181,6 +181,25 @@ forEachStore(() => {
       }
     })
 
+    it('an identity enabled again does not bring back the sessions its disabling ended', async () => {
+      const { app, call } = await setup()
+      const id = (await call('POST', BASE, { name: 'carol', isAdmin: true })).json().data.id
+      await call('PUT', `${BASE}/${id}/password`, { password: 'carol-password-1' })
+      const carol = await login(app, 'carol', 'carol-password-1')
+      // Used a few times first, so the session is one the controller has seen recently.
+      for (let i = 0; i < 3; i++) {
+        expect((await call('GET', BASE, undefined, carol)).statusCode).toBe(200)
+      }
+      expect((await call('PATCH', `${BASE}/${id}`, { disabled: true })).statusCode).toBe(200)
+      expect((await call('PATCH', `${BASE}/${id}`, { disabled: false })).statusCode).toBe(200)
+      const res = await call('GET', BASE, undefined, carol)
+      expect(res.statusCode).toBe(401)
+      expect(res.json().error.code).toBe('UNAUTHORIZED')
+      // A new login works again.
+      const again = await login(app, 'carol', 'carol-password-1')
+      expect((await call('GET', BASE, undefined, again)).statusCode).toBe(200)
+    })
+
     it('guards the last enabled admin against delete, disable and demotion', async () => {
       const { app, token, call } = await setup()
       const me = await adminId(app, token)

@@ -106,6 +106,26 @@ forEachStore(() => {
       expect(after.json().error.code).toBe('UNAUTHORIZED')
     })
 
+    it('a logout that overlaps requests of the same session still ends it for every later one', async () => {
+      const app = await buildTestApp()
+      const token = await login(app)
+      const headers = { 'zt-session': token }
+      const inFlight = Array.from({ length: 20 }, () =>
+        app.inject({ method: 'GET', url: SIGNERS, headers }),
+      )
+      const logout = app.inject({ method: 'DELETE', url: CURRENT, headers })
+      const more = Array.from({ length: 20 }, () =>
+        app.inject({ method: 'GET', url: SIGNERS, headers }),
+      )
+      await Promise.all([...inFlight, logout, ...more])
+      expect((await logout).statusCode).toBe(200)
+      for (let i = 0; i < 3; i++) {
+        const after = await app.inject({ method: 'GET', url: CURRENT, headers })
+        expect(after.statusCode).toBe(401)
+        expect(after.json().error.code).toBe('UNAUTHORIZED')
+      }
+    })
+
     it('guards every management route: no session, a bogus one and a non-admin all get 401', async () => {
       const app = await buildTestApp()
       for (const headers of [{}, { 'zt-session': 'bogus' }]) {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { SignerService } from '../../signers/signer-service.js'
 import { errorResponses, ListQuerySchema } from '../common-schemas.js'
-import { notModified, ResponseCache } from '../response-cache.js'
+import { notModified, ResponseCache, tagged } from '../response-cache.js'
 import { ClientSignerListEnvelopeSchema } from '../signers/schemas.js'
 
 /**
@@ -39,18 +39,11 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ signers: SignerService }> 
           meta: {},
         })
       const version = await signers.listVersion()
+      const key = `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`
       const { body, etag } =
-        version === undefined
-          ? { body: await build(), etag: undefined }
-          : await cache.get(
-              `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`,
-              version,
-              build,
-            )
-      if (etag) {
-        reply.header('etag', etag)
-        if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
-      }
+        version === undefined ? tagged(await build()) : await cache.get(key, version, build)
+      reply.header('etag', etag)
+      if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
       return reply.type('application/json; charset=utf-8').send(body)
     },
   )

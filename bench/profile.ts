@@ -1,0 +1,87 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { measure } from './common.js'
+import { startController } from './controller.js'
+import { distinctLogins, loginFixture } from './login.js'
+import { freePort, startProcess } from './processes.js'
+
+/**
+ * `npm run bench:profile -- <load>`: runs one load (client-list, signer-list, identity-list,
+ * login) against a controller started under `--cpu-prof`, then prints where its main thread spent
+ * its time: the functions with the most self time, and the share of each package or file.
+ */
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+interface Profile {
+  nodes: ProfileNode[]
+  samples: number[]
+  timeDeltas: number[]
+}
+
+const load = process.argv[2] ?? 'client-list'
+const dir = mkdtempSync(join(tmpdir(), 'ctrl-profile-'))
+process.env.BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${join(dir, 'prof')}`
+const ctrl = await startController(join(dir, 'profile.db'), { signers: 100 })
+for (let i = 0; i < 20; i++) {
+  await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
+}
+const admin = () => ({ 'zt-session': ctrl.token })
+let rps: number
+if (load === 'bare') {
+  // The baseline's own profile, for comparison: the controller above only idles meanwhile.
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const bare = await startProcess(join(import.meta.dirname, 'bare-server.js'), url, '/hello', {
+    PORT: String(port),
+  })
+  rps = (await measure(`${url}/hello`)).rps
+  await bare.stop()
+} else if (load === 'client-list') {
+  rps = (await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`)).rps
+} else if (load === 'signer-list') {
+  rps = (await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }))
+    .rps
+} else if (load === 'identity-list') {
+  rps = (await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin })).rps
+} else if (load === 'login') {
+  const fixture = await loginFixture(ctrl)
+  rps = (await distinctLogins(ctrl, await fixture.tokens('RS256', 15000))).rps
+  fixture.close()
+} else {
+  throw new Error(`unknown load ${load}: client-list, signer-list, identity-list or login`)
+}
+await ctrl.stop()
+
+const file = readdirSync(join(dir, 'prof')).sort().at(load === 'bare' ? -1 : 0)
+if (file === undefined) throw new Error('no profile was written')
+const profile = JSON.parse(readFileSync(join(dir, 'prof', file), 'utf8')) as Profile
+const self = new Map<number, number>()
+profile.samples.forEach((id, i) => {
+  self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+})
+const total = [...self.values()].reduce((a, b) => a + b, 0)
+const byFunction = new Map<string, number>()
+const byPlace = new Map<string, number>()
+for (const node of profile.nodes) {
+  const t = self.get(node.id) ?? 0
+  const { functionName, url, lineNumber } = node.callFrame
+  const place = url.includes('node_modules/')
+    ? (url.split('node_modules/').pop()?.split('/').slice(0, 2).join('/') ?? url)
+    : url.replace(/^file:\/\/.*\/dist\//, '')
+  const fn = `${functionName || '(anonymous)'} ${place}:${lineNumber + 1}`
+  byFunction.set(fn, (byFunction.get(fn) ?? 0) + t)
+  byPlace.set(place || '(native)', (byPlace.get(place || '(native)') ?? 0) + t)
+}
+const top = (m: Map<string, number>, n: number) =>
+  [...m.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`)
+    .join('\n')
+console.log(`${load}: ${rps.toFixed(0)} req/s\n\nself time by function:\n${top(byFunction, 40)}`)
+console.log(`\nself time by file or package:\n${top(byPlace, 25)}`)
+rmSync(dir, { recursive: true, force: true })
