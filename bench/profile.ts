@@ -56,7 +56,9 @@ if (load === 'bare') {
 }
 await ctrl.stop()
 
-const file = readdirSync(join(dir, 'prof')).sort().at(load === 'bare' ? -1 : 0)
+const file = readdirSync(join(dir, 'prof'))
+  .sort()
+  .at(load === 'bare' ? -1 : 0)
 if (file === undefined) throw new Error('no profile was written')
 const profile = JSON.parse(readFileSync(join(dir, 'prof', file), 'utf8')) as Profile
 const self = new Map<number, number>()

@@ -18,26 +18,56 @@ async function per(pid: number, run: () => Promise<{ rps: number; requests: numb
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-quick-'))
 const port = await freePort()
 const url = `http://127.0.0.1:${port}`
-const bare = await startProcess(join(import.meta.dirname, 'bare-server.js'), url, '/hello', { PORT: String(port) })
+const bare = await startProcess(join(import.meta.dirname, 'bare-server.js'), url, '/hello', {
+  PORT: String(port),
+})
 const ctrl = await startController(join(dir, 'q.db'), { signers: 100 })
-for (let i = 0; i < 20; i++) await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
+for (let i = 0; i < 20; i++)
+  await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
 const admin = () => ({ 'zt-session': ctrl.token })
 const which = (process.argv[2] ?? 'client,signers,identities').split(',')
 for (let round = 0; round < 2; round++) {
-  console.log("bare", await per(bare.pid, () => measure(`${url}/hello`)))
-  if (which.includes("cclient")) console.log("client", await per(ctrl.pid, () => measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`)))
-  if (which.includes("csigners")) console.log("signers", await per(ctrl.pid, () => measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin })))
-  if (which.includes("cidentities")) console.log("identities", await per(ctrl.pid, () => measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin })))
+  console.log('bare', await per(bare.pid, () => measure(`${url}/hello`)))
+  if (which.includes('cclient'))
+    console.log(
+      'client',
+      await per(ctrl.pid, () => measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`)),
+    )
+  if (which.includes('csigners'))
+    console.log(
+      'signers',
+      await per(ctrl.pid, () =>
+        measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }),
+      ),
+    )
+  if (which.includes('cidentities'))
+    console.log(
+      'identities',
+      await per(ctrl.pid, () =>
+        measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }),
+      ),
+    )
   const b = (await measure(`${url}/hello`)).rps
   const out = [`bare ${b.toFixed(0)}`]
-  if (which.includes('client')) out.push(`client ${((await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`)).rps / b).toFixed(2)}`)
-  if (which.includes('signers')) out.push(`signers ${((await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin })).rps / b).toFixed(2)}`)
-  if (which.includes('identities')) out.push(`identities ${((await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin })).rps / b).toFixed(2)}`)
+  if (which.includes('client'))
+    out.push(
+      `client ${((await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`)).rps / b).toFixed(2)}`,
+    )
+  if (which.includes('signers'))
+    out.push(
+      `signers ${((await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin })).rps / b).toFixed(2)}`,
+    )
+  if (which.includes('identities'))
+    out.push(
+      `identities ${((await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin })).rps / b).toFixed(2)}`,
+    )
   if (which.includes('login')) {
     const f = await loginFixture(ctrl)
     const tokens = await f.tokens('RS256', 15000)
     const raw = await f.rawRate(tokens.slice(0, 5000))
-    out.push(`login ${((await distinctLogins(ctrl, tokens)).rps / raw).toFixed(2)} (raw ${raw.toFixed(0)})`)
+    out.push(
+      `login ${((await distinctLogins(ctrl, tokens)).rps / raw).toFixed(2)} (raw ${raw.toFixed(0)})`,
+    )
     f.close()
   }
   console.log(out.join('  '))
