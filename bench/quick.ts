@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { measure } from './common.js'
@@ -10,10 +10,26 @@ const cpu = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
   return (Number(f[11]) + Number(f[12])) * 10_000 // clock ticks (10 ms) to µs
 }
+const threads = (pid: number) => {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')
+    const name = f[0]?.split(' (')[1] ?? tid
+    const v = f[1]?.split(' ') ?? []
+    const key = tid === String(pid) ? 'main' : name
+    out.set(key, (out.get(key) ?? 0) + (Number(v[11]) + Number(v[12])) * 10_000)
+  }
+  return out
+}
 async function per(pid: number, run: () => Promise<{ rps: number; requests: number }>) {
   const before = cpu(pid)
+  const t0 = threads(pid)
   const r = await run()
-  return `${r.rps.toFixed(0)}/s ${((cpu(pid) - before) / r.requests).toFixed(1)}µs`
+  const t1 = threads(pid)
+  const split = [...t1]
+    .map(([k, v]) => `${k} ${((v - (t0.get(k) ?? 0)) / r.requests).toFixed(1)}`)
+    .join(', ')
+  return `${r.rps.toFixed(0)}/s ${((cpu(pid) - before) / r.requests).toFixed(1)}µs (${split})`
 }
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-quick-'))
 const port = await freePort()
@@ -47,6 +63,20 @@ for (let round = 0; round < 2; round++) {
         measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }),
       ),
     )
+  if (which.includes('clogin')) {
+    const f = await loginFixture(ctrl)
+    const tokens = await f.tokens('RS256', 15000)
+    const raw = await f.rawRate(tokens.slice(0, 5000))
+    const self = process.cpuUsage()
+    console.log(
+      'login',
+      await per(ctrl.pid, () => distinctLogins(ctrl, tokens)),
+      `raw ${raw.toFixed(0)}`,
+    )
+    const used = process.cpuUsage(self)
+    console.log(`  load generator ${((used.user + used.system) / 15000).toFixed(1)}µs per request`)
+    f.close()
+  }
   const b = (await measure(`${url}/hello`)).rps
   const out = [`bare ${b.toFixed(0)}`]
   if (which.includes('client'))

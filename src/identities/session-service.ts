@@ -1,6 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { type AuditContext, type AuditEventRecord, AuditService } from '../audit/audit-service.js'
-import { newId } from '../ids.js'
+import { newId, newToken } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
 import type { IdentityRecord, SessionRecord, Store } from '../store/types.js'
 
@@ -79,7 +79,7 @@ export class SessionService {
     ipAddress: string,
     ctx?: AuditContext,
   ): Promise<{ session: SessionRecord; token: string }> {
-    const token = randomBytes(32).toString('base64url')
+    const token = newToken()
     const now = this.options.clock()
     const session: SessionRecord = {
       id: newId(),
