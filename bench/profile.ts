@@ -86,4 +86,22 @@ const top = (m: Map<string, number>, n: number) =>
     .join('\n')
 console.log(`${load}: ${rps.toFixed(0)} req/s\n\nself time by function:\n${top(byFunction, 40)}`)
 console.log(`\nself time by file or package:\n${top(byPlace, 25)}`)
+
+// Inclusive time (self plus everything called from it) of each function, counted once per stack.
+const parent = new Map<number, number>()
+for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+const inclusive = new Map<string, number>()
+for (const [id, t] of self) {
+  const seen = new Set<string>()
+  for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+    const frame = byId.get(at)?.callFrame
+    if (!frame) break
+    const name = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/^.*\/(node_modules|dist)\//, '')}:${frame.lineNumber + 1}`
+    if (seen.has(name)) continue
+    seen.add(name)
+    inclusive.set(name, (inclusive.get(name) ?? 0) + t)
+  }
+}
+console.log(`\ninclusive time by function:\n${top(inclusive, 60)}`)
 rmSync(dir, { recursive: true, force: true })

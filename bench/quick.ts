@@ -42,7 +42,7 @@ for (let i = 0; i < 20; i++)
   await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
 const admin = () => ({ 'zt-session': ctrl.token })
 const which = (process.argv[2] ?? 'client,signers,identities').split(',')
-for (let round = 0; round < 2; round++) {
+for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   console.log('bare', await per(bare.pid, () => measure(`${url}/hello`)))
   if (which.includes('cclient'))
     console.log(

@@ -1,12 +1,6 @@
-import {
-  decodeJwt,
-  decodeProtectedHeader,
-  errors,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-  jwtVerify,
-} from 'jose'
+import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose'
 import type { SignerRecord } from '../store/types.js'
+import { verifyJwt } from './jws.js'
 import type { SignerEntry, SignerKeys } from './signer-keys.js'
 
 /** The algorithms this service accepts; jose also checks that each fits the key's type. */
@@ -181,10 +175,13 @@ export async function verifyExternalJwt(
     }
     const { certKey, keySet } = entry
     let payload: JWTPayload
-    if (certKey) payload = (await jwtVerify(token, certKey, verifyOptions)).payload
+    if (certKey) payload = await verifyJwt(token, () => certKey, verifyOptions)
     else if (keySet) {
-      const getKey: JWTVerifyGetKey = (header, input) => keySet.getKey(header, input)
-      payload = (await jwtVerify(token, getKey, verifyOptions)).payload
+      payload = await verifyJwt(
+        token,
+        (header, input) => keySet.getKey(header, input),
+        verifyOptions,
+      )
     } else throw new JwtRejected('unknown_kid', 'signer has no key material', signer.id, kid)
     return { signer, claims: payload, kid }
   } catch (err) {

@@ -1,0 +1,171 @@
+import { generateKeyPairSync, KeyObject, sign as nodeSign } from 'node:crypto'
+import { createLocalJWKSet, exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose'
+import { describe, expect, it } from 'vitest'
+import { type ClaimOptions, verifyJwt } from '../../src/jwt/jws.js'
+import { ALGORITHMS } from '../../src/jwt/verify.js'
+import { signRs256Raw, unsignedJwt } from '../helpers/jwt.js'
+
+const NOW = new Date('2026-06-01T12:00:00Z')
+const T = Math.floor(NOW.getTime() / 1000)
+const OPTIONS: ClaimOptions = {
+  algorithms: ALGORITHMS,
+  issuer: 'https://idp.example',
+  audience: 'ziti',
+  requiredClaims: ['exp'],
+  clockTolerance: 30,
+  currentDate: NOW,
+}
+const CLAIMS = { iss: 'https://idp.example', aud: 'ziti', sub: 'someone', exp: T + 600, iat: T }
+
+type Alg = (typeof ALGORITHMS)[number]
+type Pair = Awaited<ReturnType<typeof generateKeyPair>>
+
+async function keyPair(alg: Alg): Promise<Pair & { jwk: JWK }> {
+  const pair = await generateKeyPair(alg === 'EdDSA' ? 'Ed25519' : alg, { extractable: true })
+  return { ...pair, jwk: { ...(await exportJWK(pair.publicKey)), kid: alg, alg } }
+}
+
+function sign(pair: Pair, alg: string, claims: object = CLAIMS, header: object = {}) {
+  return new SignJWT({ ...claims })
+    .setProtectedHeader({ alg, kid: alg, ...header })
+    .sign(pair.privateKey)
+}
+
+/** The outcome of a verification: the payload, or the error's class name. */
+async function outcome(run: () => Promise<unknown>): Promise<string> {
+  try {
+    const payload = (await run()) as { payload?: object }
+    return `ok ${JSON.stringify(payload.payload ?? payload)}`
+  } catch (err) {
+    return (err as Error).constructor.name
+  }
+}
+
+/** Both verifiers on one token and one key resolver: they must agree. */
+async function same(token: string, jwks: { keys: JWK[] }, options: Partial<ClaimOptions> = {}) {
+  const o = { ...OPTIONS, ...options }
+  const ours = await outcome(() => verifyJwt(token, createLocalJWKSet(jwks), o))
+  const jose = await outcome(() => jwtVerify(token, createLocalJWKSet(jwks), o))
+  expect(ours, token).toBe(jose)
+  return ours
+}
+
+describe('verifyJwt (node:crypto signatures, jose claims) agrees with jose jwtVerify', () => {
+  it('accepts every algorithm with its own key, and refuses it under another key', async () => {
+    const pairs = new Map<Alg, Pair & { jwk: JWK }>()
+    for (const alg of ALGORITHMS) pairs.set(alg as Alg, await keyPair(alg as Alg))
+    const jwks = { keys: [...pairs.values()].map((p) => p.jwk) }
+    for (const [alg, pair] of pairs) {
+      const token = await sign(pair, alg)
+      expect(await same(token, jwks), alg).toBe(`ok ${JSON.stringify(CLAIMS)}`)
+      // The same kid and alg with a key of the same family that did not sign it.
+      const other = await keyPair(alg)
+      const forged = await sign(other, alg)
+      expect(await same(forged, jwks), alg).toBe('JWSSignatureVerificationFailed')
+    }
+  })
+
+  it('refuses a changed payload or signature, and a signature of the wrong length', async () => {
+    const es = await keyPair('ES256')
+    const rs = await keyPair('RS256')
+    const jwks = { keys: [es.jwk, rs.jwk] }
+    for (const [pair, alg] of [
+      [es, 'ES256'],
+      [rs, 'RS256'],
+    ] as const) {
+      const [h, p, s] = (await sign(pair, alg)).split('.') as [string, string, string]
+      const otherPayload = Buffer.from(JSON.stringify({ ...CLAIMS, sub: 'admin' })).toString(
+        'base64url',
+      )
+      expect(await same(`${h}.${otherPayload}.${s}`, jwks)).toBe('JWSSignatureVerificationFailed')
+      const flipped = Buffer.from(s, 'base64url')
+      flipped[5] = (flipped[5] ?? 0) ^ 1
+      expect(await same(`${h}.${p}.${flipped.toString('base64url')}`, jwks)).toBe(
+        'JWSSignatureVerificationFailed',
+      )
+      expect(await same(`${h}.${p}.${s.slice(0, -4)}`, jwks)).toBe('JWSSignatureVerificationFailed')
+      expect(await same(`${h}.${p}.`, jwks)).toBe('JWSSignatureVerificationFailed')
+    }
+    // An ES256 signature in DER form (what OpenSSL gives by default) is not a JWS signature.
+    const [h, p] = (await sign(es, 'ES256')).split('.') as [string, string]
+    const der = nodeSign('sha256', Buffer.from(`${h}.${p}`), KeyObject.from(es.privateKey))
+    expect(await same(`${h}.${p}.${der.toString('base64url')}`, jwks)).toBe(
+      'JWSSignatureVerificationFailed',
+    )
+  })
+
+  it('refuses algorithms outside the list, alg none, HMAC and crit extensions', async () => {
+    const rs = await keyPair('RS256')
+    const jwks = { keys: [rs.jwk] }
+    expect(await same(unsignedJwt(CLAIMS, { kid: 'RS256' }), jwks)).toBe('JOSEAlgNotAllowed')
+    const hmac = await new SignJWT(CLAIMS)
+      .setProtectedHeader({ alg: 'HS256', kid: 'RS256' })
+      .sign(new TextEncoder().encode('a shared secret of some length'))
+    expect(await same(hmac, jwks)).toBe('JOSEAlgNotAllowed')
+    expect(await same(await sign(rs, 'RS256'), jwks, { algorithms: ['ES256'] })).toBe(
+      'JOSEAlgNotAllowed',
+    )
+    const crit = await signRs256Raw(
+      rs.privateKey as Parameters<typeof signRs256Raw>[0],
+      { kid: 'RS256', crit: ['exotic'], exotic: 1 },
+      CLAIMS,
+    )
+    expect(await same(crit, jwks)).toBe('JOSENotSupported')
+  })
+
+  it('refuses a key that does not fit the algorithm', async () => {
+    // An RS256 token whose kid names an EC key: jose's key set finds no RSA key for it.
+    const rs = await keyPair('RS256')
+    const es = await keyPair('ES256')
+    const token = await sign(rs, 'RS256', CLAIMS, { kid: 'ES256' })
+    expect(await same(token, { keys: [es.jwk] })).toBe('JWKSNoMatchingKey')
+    // Given keys directly (certificate signers), a misfit is a TypeError, as in jose.
+    const weak = generateKeyPairSync('rsa', { modulusLength: 1024 })
+    const weakToken = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from(
+      JSON.stringify(CLAIMS),
+    ).toString('base64url')}`
+    const weakSig = nodeSign('sha256', Buffer.from(weakToken), weak.privateKey)
+    const full = `${weakToken}.${weakSig.toString('base64url')}`
+    await expect(verifyJwt(full, () => weak.publicKey, OPTIONS)).rejects.toThrow(TypeError)
+    await expect(jwtVerify(full, weak.publicKey, OPTIONS)).rejects.toThrow(TypeError)
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' })
+    const esToken = await sign(es, 'ES256')
+    await expect(verifyJwt(esToken, () => p384.publicKey, OPTIONS)).rejects.toThrow(TypeError)
+    const rsaKey = KeyObject.from(rs.publicKey)
+    await expect(verifyJwt(esToken, () => rsaKey, OPTIONS)).rejects.toThrow(TypeError)
+    await expect(verifyJwt(esToken, () => KeyObject.from(es.privateKey), OPTIONS)).rejects.toThrow(
+      TypeError,
+    )
+  })
+
+  it('checks the claims exactly as jwtVerify: issuer, audience, exp, nbf, tolerance', async () => {
+    const es = await keyPair('ES256')
+    const jwks = { keys: [es.jwk] }
+    const cases: [object, string][] = [
+      [{ ...CLAIMS, iss: 'https://other.example' }, 'JWTClaimValidationFailed'],
+      [{ ...CLAIMS, aud: 'other' }, 'JWTClaimValidationFailed'],
+      [{ ...CLAIMS, aud: ['other', 'ziti'] }, 'ok'],
+      [{ ...CLAIMS, exp: undefined }, 'JWTClaimValidationFailed'],
+      [{ ...CLAIMS, exp: T - 31 }, 'JWTExpired'],
+      [{ ...CLAIMS, exp: T - 29 }, 'ok'],
+      [{ ...CLAIMS, nbf: T + 60 }, 'JWTClaimValidationFailed'],
+      [{ ...CLAIMS, nbf: T + 20 }, 'ok'],
+      [{ ...CLAIMS, exp: 'tomorrow' }, 'JWTClaimValidationFailed'],
+      [{ ...CLAIMS, iat: 'now' }, 'JWTClaimValidationFailed'],
+    ]
+    for (const [claims, expected] of cases) {
+      const result = await same(await sign(es, 'ES256', claims), jwks)
+      expect(result.split(' ')[0], JSON.stringify(claims)).toBe(expected)
+    }
+    const enc = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
+    for (const payload of [[1, 2], 'text', null]) {
+      const head = enc({ alg: 'ES256', kid: 'ES256' })
+      const input = `${head}.${enc(payload)}`
+      const sig = nodeSign('sha256', Buffer.from(input), {
+        key: KeyObject.from(es.privateKey),
+        dsaEncoding: 'ieee-p1363',
+      })
+      expect(await same(`${input}.${sig.toString('base64url')}`, jwks)).toBe('JWTInvalid')
+    }
+  })
+})
