@@ -89,7 +89,8 @@ console.log(`\nself time by file or package:\n${top(byPlace, 25)}`)
 
 // Inclusive time (self plus everything called from it) of each function, counted once per stack.
 const parent = new Map<number, number>()
-for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+for (const node of profile.nodes)
+  for (const child of node.children ?? []) parent.set(child, node.id)
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
 const inclusive = new Map<string, number>()
 for (const [id, t] of self) {
