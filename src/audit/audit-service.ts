@@ -73,8 +73,11 @@ export class AuditService {
     return event
   }
 
-  /** One log line per committed event (names and ids only: no secret is ever in an event). */
-  logged(event: AuditEventRecord): void {
+  /**
+   * One log line per committed event (names and ids only: no secret is ever in an event); `extra`
+   * adds ids the event does not store (a login's authenticator).
+   */
+  logged(event: AuditEventRecord, extra?: Record<string, string>): void {
     const { id, actor, ...rest } = event
     this.o.log.info(
       {
@@ -83,6 +86,7 @@ export class AuditService {
         actorId: actor?.id ?? null,
         actorName: actor?.name ?? null,
         ...rest,
+        ...extra,
       },
       'audit event',
     )

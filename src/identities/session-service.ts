@@ -103,7 +103,8 @@ export class SessionService {
     )
     await this.writer.add({ session, event })
     this.options.onChange?.()
-    this.audit.logged(event)
+    // The login's one log line (the access log has the request's): who, how, which session.
+    this.audit.logged(event, { authenticatorId })
     return { session, token }
   }
 

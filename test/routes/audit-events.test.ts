@@ -239,6 +239,14 @@ forEachStore((kind) => {
         }),
       ])
       for (const line of s.lines) expect(line).not.toContain(jwt)
+      // A login logs one line besides the access log: its audit event, naming the authenticator.
+      const signerId = (await s.call('GET', SIGNERS)).json().data[0].id
+      const loginLines = s.lines
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.entityId === aliceSession && l.action === 'login')
+      expect(loginLines).toEqual([
+        expect.objectContaining({ msg: 'audit event', authenticatorId: `extJwtId:${signerId}` }),
+      ])
     })
 
     it('stores no failed login', async () => {

@@ -171,7 +171,6 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       reply.header('zt-session', token)
       for (const [name, value] of Object.entries(secondaryChallenge(secondary)))
         reply.header(name, value)
-      request.log.info({ identityId: identity.id, authenticatorId, sessionId: session.id }, 'login')
       onLogin?.({ method, ok: true })
       return {
         data: toCurrentSession(session, identity, token, seconds, authQueries(secondary)),
