@@ -2,6 +2,8 @@ import autocannon from 'autocannon'
 
 export const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
 export const CONNECTIONS = 32
+/** Seconds of the same load before each measured run (V8 needs a few to optimise a route's path). */
+export const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3)
 
 export interface Result {
   rps: number
@@ -26,12 +28,12 @@ export async function measure(
 ): Promise<Result> {
   const nextHeaders = options.headers
   if (options.amount === undefined) {
-    // A second of the same load first, so every figure is of a warmed-up process (JIT, caches).
+    // The same load first, so every figure is of a warmed-up process (JIT, caches).
     await autocannon({
       url,
       method: options.method ?? 'GET',
       connections: CONNECTIONS,
-      duration: 1,
+      duration: WARMUP_S,
       ...(nextHeaders
         ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
         : {}),

@@ -5,6 +5,7 @@ import { measure } from './common.js'
 import { startController } from './controller.js'
 import { distinctLogins, loginFixture } from './login.js'
 import { freePort, startProcess } from './processes.js'
+import { benchSecondary } from './secondary.js'
 
 const cpu = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
@@ -63,6 +64,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
         measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }),
       ),
     )
+  if (which.includes('secondary')) await benchSecondary(ctrl.base, ctrl.call)
   if (which.includes('clogin')) {
     const f = await loginFixture(ctrl)
     const tokens = await f.tokens('RS256', 15000)
