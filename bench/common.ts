@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 
 export const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
@@ -10,6 +11,18 @@ export interface Result {
   p99: number
   errors: number
   requests: number
+  /** CPU time (user and system, every thread) the server process spent per request, in µs. */
+  cpuUs?: number
+}
+
+/** A process's CPU time so far in µs (Linux /proc; undefined elsewhere). */
+function cpuTimeUs(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    return (Number(fields[11]) + Number(fields[12])) * 10_000 // clock ticks of 10 ms
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -24,6 +37,8 @@ export async function measure(
     headers?: () => Record<string, string>
     amount?: number
     statusOk?: (status: number) => boolean
+    /** The server's process id: its CPU time per request is reported too. */
+    pid?: number
   } = {},
 ): Promise<Result> {
   const nextHeaders = options.headers
@@ -39,6 +54,7 @@ export async function measure(
         : {}),
     })
   }
+  const cpuBefore = options.pid === undefined ? undefined : cpuTimeUs(options.pid)
   const started = performance.now()
   let lastResponse = started
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -62,7 +78,13 @@ export async function measure(
   // response instead.
   const seconds = (lastResponse - started) / 1000
   const total = result.requests.total
+  const cpuAfter = options.pid === undefined ? undefined : cpuTimeUs(options.pid)
+  const cpu =
+    cpuBefore === undefined || cpuAfter === undefined
+      ? {}
+      : { cpuUs: (cpuAfter - cpuBefore) / total }
   return {
+    ...cpu,
     rps: options.amount === undefined ? result.requests.average : total / seconds,
     p99: result.latency.p99,
     errors: result.errors + (options.statusOk ? 0 : result.non2xx),
@@ -84,8 +106,9 @@ export async function loop(fn: () => Promise<unknown>, count?: number): Promise<
 
 export function report(name: string, r: Result, baseline: number, baselineName: string): number {
   const ratio = r.rps / baseline
+  const cpu = r.cpuUs === undefined ? '' : `  cpu ${r.cpuUs.toFixed(0).padStart(3)} µs/req`
   console.log(
-    `${name.padEnd(50)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${String(r.p99).padStart(3)} ms  errors ${r.errors}  ratio ${ratio.toFixed(2)} of ${baselineName}`,
+    `${name.padEnd(50)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${String(r.p99).padStart(3)} ms  errors ${r.errors}${cpu}  ratio ${ratio.toFixed(2)} of ${baselineName}`,
   )
   return ratio
 }

@@ -77,6 +77,7 @@ export const LOGIN_TOKENS = Number(process.env.BENCH_LOGIN_TOKENS ?? 3000 * DURA
 export async function distinctLogins(ctrl: Controller, tokens: string[]) {
   let j = 0
   return measure(`${ctrl.base}/edge/client/v1/authenticate?method=ext-jwt`, {
+    pid: ctrl.pid,
     method: 'POST',
     amount: tokens.length,
     headers: () => ({ authorization: `Bearer ${tokens[j++]}` }),

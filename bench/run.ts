@@ -47,19 +47,22 @@ async function lists(ctrl: Controller, bare: number, label: string) {
   const admin = () => ({ 'zt-session': ctrl.token })
   const client = report(
     `${label} client signer list (100 signers)`,
-    await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`),
+    await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`, { pid: ctrl.pid }),
     bare,
     'bare',
   )
   const signers = report(
     `${label} management signer list (limit 10)`,
-    await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }),
+    await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, {
+      headers: admin,
+      pid: ctrl.pid,
+    }),
     bare,
     'bare',
   )
   const identities = report(
     `${label} management identity list (limit 10)`,
-    await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }),
+    await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin, pid: ctrl.pid }),
     bare,
     'bare',
   )
@@ -77,7 +80,7 @@ async function main(): Promise<void> {
   console.log(
     `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level`,
   )
-  const baseline = await measure(`${bareUrl}/hello`)
+  const baseline = await measure(`${bareUrl}/hello`, { pid: bare.pid })
   report('bare Fastify route (baseline)', baseline, baseline.rps, 'bare')
 
   // SQLite, as `npm start` runs it.
@@ -97,7 +100,7 @@ async function main(): Promise<void> {
   )
   goal(
     '4. secondary factor / same route without',
-    await benchSecondary(sqlite.base, sqlite.call),
+    await benchSecondary(sqlite.base, sqlite.call, sqlite.pid),
     0.9,
   )
 

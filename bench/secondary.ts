@@ -9,7 +9,7 @@ async function idOf(res: Promise<Response>): Promise<string> {
 }
 
 /** current-identity with a secondary-factor policy and a repeated JWT, against the same route without. */
-export async function benchSecondary(base: string, call: Call): Promise<number> {
+export async function benchSecondary(base: string, call: Call, pid?: number): Promise<number> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'mfa', alg: 'ES256' }] }
   const server = createServer((_req, res) => {
@@ -62,10 +62,12 @@ export async function benchSecondary(base: string, call: Call): Promise<number> 
 
   const url = `${base}/edge/client/v1/current-identity`
   const plain = await measure(url, {
+    ...(pid === undefined ? {} : { pid }),
     headers: () => ({ 'zt-session': sessions['plain-user'] as string }),
   })
   report('current-identity, no secondary factor', plain, plain.rps, 'no factor')
   const mfa = await measure(url, {
+    ...(pid === undefined ? {} : { pid }),
     headers: () => ({
       'zt-session': sessions['mfa-user'] as string,
       authorization: `Bearer ${jwt}`,
