@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, type Started, startProcess } from './processes.js'
@@ -14,6 +15,15 @@ export interface Controller extends Started {
   pid: number
 }
 
+/** The Node options of `npm start` (`node <options> dist/src/server.js` in package.json). */
+function startFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(here, '../../package.json'), 'utf8')) as {
+    scripts: { start: string }
+  }
+  const words = pkg.scripts.start.split(/\s+/)
+  return words.slice(words.indexOf('node') + 1).filter((w) => w.startsWith('--'))
+}
+
 /**
  * Starts the controller as `npm start` runs it (its own process, default log level unless `env`
  * says otherwise) on `db`, logs in as the admin and seeds `signers` signers with externalAuthUrl.
@@ -24,12 +34,18 @@ export async function startController(
 ): Promise<Controller> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const started = await startProcess(join(here, '../src/server.js'), base, '/health-checks', {
-    CTRL_PORT: String(port),
-    CTRL_DB: db,
-    CTRL_ADMIN_PASSWORD: PASSWORD,
-    ...options.env,
-  })
+  const started = await startProcess(
+    join(here, '../src/server.js'),
+    base,
+    '/health-checks',
+    {
+      CTRL_PORT: String(port),
+      CTRL_DB: db,
+      CTRL_ADMIN_PASSWORD: PASSWORD,
+      ...options.env,
+    },
+    startFlags(),
+  )
   const login = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -23,9 +23,11 @@ export async function startProcess(
   base: string,
   probe: string,
   env: Record<string, string> = {},
+  /** Node options the script is started with (the controller: those of `npm start`). */
+  flags: string[] = [],
 ): Promise<Started> {
   // BENCH_NODE_ARGS (for example `--cpu-prof --cpu-prof-dir=prof`) profiles the servers under load.
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const nodeArgs = [...flags, ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)]
   const child: ChildProcess = spawn(process.execPath, [...nodeArgs, script], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

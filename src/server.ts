@@ -1,3 +1,4 @@
+import './v8-flags.js' // first: it must run before any WebAssembly is compiled
 import { readFileSync } from 'node:fs'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
