@@ -15,13 +15,22 @@ export interface Controller extends Started {
   pid: number
 }
 
-/** The Node options of `npm start` (`node <options> dist/src/server.js` in package.json). */
-function startFlags(): string[] {
+/**
+ * How `npm start` runs the server (`NAME=value … node <options> dist/src/server.js` in
+ * package.json): its environment settings and its Node options.
+ */
+function startCommand(): { env: Record<string, string>; flags: string[] } {
   const pkg = JSON.parse(readFileSync(join(here, '../../package.json'), 'utf8')) as {
     scripts: { start: string }
   }
   const words = pkg.scripts.start.split(/\s+/)
-  return words.slice(words.indexOf('node') + 1).filter((w) => w.startsWith('--'))
+  const node = words.indexOf('node')
+  const env: Record<string, string> = {}
+  for (const word of words.slice(0, node)) {
+    const [name, value] = word.split('=')
+    if (name && value !== undefined) env[name] = value
+  }
+  return { env, flags: words.slice(node + 1).filter((w) => w.startsWith('--')) }
 }
 
 /**
@@ -34,17 +43,19 @@ export async function startController(
 ): Promise<Controller> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
+  const start = startCommand()
   const started = await startProcess(
     join(here, '../src/server.js'),
     base,
     '/health-checks',
     {
+      ...start.env,
       CTRL_PORT: String(port),
       CTRL_DB: db,
       CTRL_ADMIN_PASSWORD: PASSWORD,
       ...options.env,
     },
-    startFlags(),
+    start.flags,
   )
   const login = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
     method: 'POST',
