@@ -27,8 +27,8 @@ function startCommand(): { env: Record<string, string>; flags: string[] } {
   const node = words.indexOf('node')
   const env: Record<string, string> = {}
   for (const word of words.slice(0, node)) {
-    const [name, value] = word.split('=')
-    if (name && value !== undefined) env[name] = value
+    const at = word.indexOf('=') // the value may hold '=' itself
+    if (at > 0) env[word.slice(0, at)] = word.slice(at + 1)
   }
   return { env, flags: words.slice(node + 1).filter((w) => w.startsWith('--')) }
 }
