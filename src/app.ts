@@ -6,7 +6,7 @@ import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
-import { loggerOptions, REDACT_PATHS } from './logger.js'
+import { loggerOptions, redaction } from './logger.js'
 import { installHttpMetrics } from './metrics/http.js'
 import type { Metrics } from './metrics.js'
 import { lazyChildLogger, writes } from './request-logger.js'
@@ -83,7 +83,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       ? loggerOptions(config.logLevel)
       : options.logger === false
         ? false
-        : { ...options.logger, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
+        : { ...options.logger, ...redaction() }
 
   const nodeServer = {
     // Node answers a request without Host with an empty 400; the onRequest hook answers instead.

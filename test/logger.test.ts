@@ -1,0 +1,82 @@
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import { describe, expect, it } from 'vitest'
+import { NESTED_SECRET_KEYS, redaction, redactNested } from '../src/logger.js'
+
+/** A pino logger with the controller's redaction, writing its lines into an array. */
+function capture() {
+  const lines: Record<string, unknown>[] = []
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l))
+      done()
+    },
+  })
+  return { lines, log: pino({ level: 'trace', ...redaction() }, stream) }
+}
+
+describe('log redaction', () => {
+  it('censors each secret key one level down, under any key', () => {
+    const { lines, log } = capture()
+    for (const key of NESTED_SECRET_KEYS) {
+      log.info({ body: { user: 'u', [key]: 'secret-value' }, other: { [key]: 'x' } }, key)
+    }
+    expect(lines).toHaveLength(NESTED_SECRET_KEYS.length)
+    for (const [i, key] of NESTED_SECRET_KEYS.entries()) {
+      expect(lines[i]).toMatchObject({
+        body: { user: 'u', [key]: '[redacted]' },
+        other: { [key]: '[redacted]' },
+      })
+    }
+    expect(JSON.stringify(lines)).not.toContain('secret-value')
+  })
+
+  it('censors the top-level keys and header paths', () => {
+    const { lines, log } = capture()
+    log.info({
+      password: 'p1',
+      token: 't1',
+      headers: { authorization: 'Bearer a1', 'zt-session': 's1', accept: 'json' },
+      req: { headers: { authorization: 'a2', 'zt-session': 's2', cookie: 'c2' } },
+    })
+    expect(lines[0]).toMatchObject({
+      password: '[redacted]',
+      token: '[redacted]',
+      headers: { authorization: '[redacted]', 'zt-session': '[redacted]', accept: 'json' },
+      req: { headers: { authorization: '[redacted]', 'zt-session': '[redacted]' } },
+    })
+    for (const secret of ['p1', 't1', 'a1', 's1', 'a2', 's2', 'c2']) {
+      expect(JSON.stringify(lines[0])).not.toContain(`"${secret}"`)
+    }
+  })
+
+  it('keeps an error an error: type, message and stack stay, raw bytes go', () => {
+    const { lines, log } = capture()
+    const err = Object.assign(new TypeError('Parse Error'), {
+      code: 'HPE_INVALID_METHOD',
+      rawPacket: Buffer.from('zt-session: raw-secret\r\n'),
+    })
+    log.error({ err }, 'client error')
+    expect(lines[0]?.err).toMatchObject({
+      type: 'TypeError',
+      message: 'Parse Error',
+      code: 'HPE_INVALID_METHOD',
+      rawPacket: '[redacted]',
+    })
+    expect((lines[0]?.err as { stack: string }).stack).toContain('TypeError: Parse Error')
+    // The caller's object is not changed.
+    expect(Buffer.isBuffer(err.rawPacket)).toBe(true)
+  })
+
+  it('returns the very object when nothing needs censoring, and never changes the input', () => {
+    const plain = { method: 'GET', statusCode: 200, list: ['password'], nested: { a: 1 } }
+    expect(redactNested(plain)).toBe(plain)
+    const body = { password: 'p' }
+    const input = { body }
+    const out = redactNested(input)
+    expect(out).not.toBe(input)
+    expect(out.body).toEqual({ password: '[redacted]' })
+    expect(input.body).toBe(body)
+    expect(body.password).toBe('p')
+  })
+})
