@@ -47,11 +47,8 @@ export function redactNested(obj: Record<string, unknown>): Record<string, unkno
     const value = obj[key]
     // JSON leaves an array's named properties out: only its elements could carry a secret.
     if (value === null || typeof value !== 'object' || Array.isArray(value)) continue
-    let found: string[] | undefined
-    for (const secret of NESTED_SECRET_KEYS) {
-      if (Object.hasOwn(value, secret)) (found ??= []).push(secret)
-    }
-    if (!found) continue
+    const found = NESTED_SECRET_KEYS.filter((secret) => Object.hasOwn(value, secret))
+    if (found.length === 0) continue
     if (out === obj) out = { ...obj }
     out[key] = censored(value, found)
   }

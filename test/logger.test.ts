@@ -63,7 +63,9 @@ describe('log redaction', () => {
       code: 'HPE_INVALID_METHOD',
       rawPacket: '[redacted]',
     })
-    expect((lines[0]?.err as { stack: string }).stack).toContain('TypeError: Parse Error')
+    expect((lines[0]?.err as { stack?: string } | undefined)?.stack).toContain(
+      'TypeError: Parse Error',
+    )
     // The caller's object is not changed.
     expect(Buffer.isBuffer(err.rawPacket)).toBe(true)
   })
