@@ -18,6 +18,13 @@ export const DEFAULT_CACHE_ENTRIES = 10_000
  */
 export class VerifiedTokenCache {
   private readonly entries = new Map<string, VerifiedEntry>()
+  /**
+   * Walks the entries oldest first, across evictions: every entry it has passed is gone, and a
+   * used or new entry goes to the end, so its next key is the least recently used. A fresh
+   * iterator per eviction would step again over every slot deleted since the map last compacted
+   * (thousands under a flood of distinct tokens).
+   */
+  private oldest = this.entries.keys()
 
   constructor(
     private readonly clock: () => Date,
@@ -47,11 +54,17 @@ export class VerifiedTokenCache {
   set(key: string, entry: VerifiedEntry): void {
     this.entries.delete(key)
     if (!this.isLive(entry.signerId, entry.kid)) return
-    for (const oldest of this.entries.keys()) {
-      if (this.entries.size < this.maxEntries) break
-      this.entries.delete(oldest)
-    }
+    while (this.entries.size >= this.maxEntries) this.evictOldest()
     this.entries.set(key, entry)
+  }
+
+  private evictOldest(): void {
+    let next = this.oldest.next()
+    if (next.done) {
+      this.oldest = this.entries.keys()
+      next = this.oldest.next()
+    }
+    if (!next.done) this.entries.delete(next.value)
   }
 
   /** Forgets every token of a signer (it changed or went away). */

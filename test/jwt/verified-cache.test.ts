@@ -31,6 +31,25 @@ describe('VerifiedTokenCache', () => {
     expect(cache.get(VerifiedTokenCache.key('token-9999'))).toBeDefined()
   })
 
+  it('evicts in least-recently-used order across many evictions, reads counting as use', () => {
+    const cache = new VerifiedTokenCache(() => new Date(), 3)
+    for (const k of ['a', 'b', 'c']) cache.set(k, entry(0))
+    expect(cache.get('a')).toBeDefined() // b is now the least recently used
+    cache.set('d', entry(0))
+    expect(['a', 'b', 'c', 'd'].filter((k) => cache.get(k))).toEqual(['a', 'c', 'd'])
+    // The reads above used a, c and d in that order: a goes next, then c.
+    cache.set('e', entry(0))
+    cache.set('f', entry(0))
+    expect(['a', 'c', 'd', 'e', 'f'].filter((k) => cache.get(k))).toEqual(['d', 'e', 'f'])
+    cache.clear()
+    for (let i = 0; i < 1000; i++) cache.set(`x${i}`, entry(0))
+    expect(['x996', 'x997', 'x998', 'x999'].filter((k) => cache.get(k))).toEqual([
+      'x997',
+      'x998',
+      'x999',
+    ])
+  })
+
   it('ends entries at their expiry and forgets by signer, identity or all', () => {
     const clock = testClock()
     const cache = new VerifiedTokenCache(clock)
