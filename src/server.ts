@@ -47,9 +47,11 @@ async function main(): Promise<void> {
     }
   }
 
-  // Log lines are written asynchronously (a request never waits on stdout; lines written while one
-  // write is under way go out together) and flushed when the process stops.
-  const logStream = pino.destination({ dest: 1, sync: false })
+  // Each log line is written to stdout as it is made, as Node itself writes to files and pipes: a
+  // crash loses no line. The asynchronous mode cost more under load: while one write waited on the
+  // thread pool, each new line was appended to a pending string that was then measured, and so
+  // copied whole, again (about 14 KB copied per login, 10% of the login rate).
+  const logStream = pino.destination({ dest: 1, sync: true })
   // prom-client is loaded only when metrics are on.
   const metrics =
     config.metricsPort === undefined ? undefined : (await import('./metrics.js')).createMetrics()
