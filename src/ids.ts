@@ -41,8 +41,8 @@ export function newId(now = Date.now()): string {
 const tokenPool = Buffer.alloc(32 * 128)
 let tokenUsed = tokenPool.length
 
-/** A new 256-bit bearer token, base64url (43 characters). */
-export function newToken(): string {
+/** 256 random bits, base64url (43 characters): the secret part of a session token. */
+export function newSecret(): string {
   if (tokenUsed === tokenPool.length) {
     randomFillSync(tokenPool)
     tokenUsed = 0

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { newId, newToken } from '../src/ids.js'
+import { newId, newSecret } from '../src/ids.js'
 
 describe('ids and tokens', () => {
   it('makes 22-character base-62 ids that sort by creation time', () => {
@@ -17,7 +17,7 @@ describe('ids and tokens', () => {
   it('never repeats an id or a token, across many refills of their random pools', () => {
     const ids = new Set(Array.from({ length: 20_000 }, () => newId()))
     expect(ids.size).toBe(20_000)
-    const tokens = Array.from({ length: 2_000 }, () => newToken())
+    const tokens = Array.from({ length: 2_000 }, () => newSecret())
     expect(new Set(tokens).size).toBe(2_000)
     for (const token of tokens.slice(0, 200)) expect(token).toMatch(/^[\w-]{43}$/)
   })

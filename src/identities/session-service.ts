@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { type AuditContext, type AuditEventRecord, AuditService } from '../audit/audit-service.js'
-import { newId, newToken } from '../ids.js'
+import { newId, newSecret } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
 import type { IdentityRecord, SessionRecord, Store } from '../store/types.js'
 
@@ -79,11 +79,15 @@ export class SessionService {
     ipAddress: string,
     ctx?: AuditContext,
   ): Promise<{ session: SessionRecord; token: string }> {
-    const token = newToken()
+    const id = newId()
+    // The token names its session: it is found by id (in creation order, as it is stored), and the
+    // hash of the whole token must then match.
+    const token = `${id}.${newSecret()}`
     const now = this.options.clock()
     const session: SessionRecord = {
-      id: newId(),
+      id,
       tokenHash: hashToken(token),
+      legacyToken: false,
       identityId: identity.id,
       authenticatorId,
       ipAddress,
@@ -117,7 +121,7 @@ export class SessionService {
     const hash = hashToken(token)
     const key = this.kept ? hash.toString('base64') : ''
     const generation = this.generation
-    const session = this.kept?.get(key) ?? (await sessions.getByTokenHash(hash))
+    const session = this.kept?.get(key) ?? (await this.find(token, hash))
     if (!session) return undefined
     const now = this.options.clock()
     if (Date.parse(session.expiresAt) <= now.getTime()) {
@@ -141,6 +145,20 @@ export class SessionService {
     }
     if (generation === this.generation) this.keep(key, session)
     return { session, identity }
+  }
+
+  /**
+   * The stored session of a token: the one its id part names, if the whole token's hash matches;
+   * a token without an id part (made before tokens named their session) by its hash alone.
+   */
+  private async find(token: string, hash: Buffer): Promise<SessionRecord | undefined> {
+    const sessions = this.options.store.repos.sessions
+    const dot = token.indexOf('.')
+    if (dot === -1) return sessions.getLegacyByTokenHash(hash)
+    const session = await sessions.get(token.slice(0, dot))
+    if (!session || session.legacyToken || session.tokenHash.length !== hash.length)
+      return undefined
+    return timingSafeEqual(session.tokenHash, hash) ? session : undefined
   }
 
   private keep(key: string, session: SessionRecord): void {

@@ -7,6 +7,7 @@ export type { SessionRecord }
 interface SessionRow {
   id: string
   token_hash: Buffer
+  legacy_token: 0 | 1
   identity_id: string
   authenticator_id: string
   ip_address: string
@@ -20,6 +21,7 @@ function toRecord(r: SessionRow): SessionRecord {
   return {
     id: r.id,
     tokenHash: r.token_hash,
+    legacyToken: r.legacy_token === 1,
     identityId: r.identity_id,
     authenticatorId: r.authenticator_id,
     ipAddress: r.ip_address,
@@ -33,7 +35,8 @@ function toRecord(r: SessionRow): SessionRecord {
 /** Persistence of API sessions. */
 export class SessionRepository {
   private readonly insertStmt
-  private readonly byHashStmt
+  private readonly byIdStmt
+  private readonly legacyByHashStmt
   private readonly touchStmt
   private readonly deleteStmt
   private readonly deleteForIdentityStmt
@@ -49,13 +52,14 @@ export class SessionRepository {
        WHERE identity_id IN (SELECT value FROM json_each(?))`,
     )
     this.insertStmt = db.prepare<SessionRow>(
-      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
-         created_at, updated_at, last_activity_at, expires_at)
-       VALUES (@id, @token_hash, @identity_id, @authenticator_id, @ip_address,
+      `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
+         ip_address, created_at, updated_at, last_activity_at, expires_at)
+       VALUES (@id, @token_hash, @legacy_token, @identity_id, @authenticator_id, @ip_address,
          @created_at, @updated_at, @last_activity_at, @expires_at)`,
     )
-    this.byHashStmt = db.prepare<[Buffer], SessionRow>(
-      'SELECT * FROM api_sessions WHERE token_hash = ?',
+    this.byIdStmt = db.prepare<[string], SessionRow>('SELECT * FROM api_sessions WHERE id = ?')
+    this.legacyByHashStmt = db.prepare<[Buffer], SessionRow>(
+      'SELECT * FROM api_sessions WHERE token_hash = ? AND legacy_token = 1',
     )
     this.touchStmt = db.prepare<[string, string, string]>(
       'UPDATE api_sessions SET last_activity_at = ?, expires_at = ? WHERE id = ?',
@@ -81,6 +85,7 @@ export class SessionRepository {
     this.insertStmt.run({
       id: s.id,
       token_hash: s.tokenHash,
+      legacy_token: s.legacyToken ? 1 : 0,
       identity_id: s.identityId,
       authenticator_id: s.authenticatorId,
       ip_address: s.ipAddress,
@@ -91,8 +96,13 @@ export class SessionRepository {
     })
   }
 
-  getByTokenHash(hash: Buffer): SessionRecord | undefined {
-    const row = this.byHashStmt.get(hash)
+  get(id: string): SessionRecord | undefined {
+    const row = this.byIdStmt.get(id)
+    return row ? toRecord(row) : undefined
+  }
+
+  getLegacyByTokenHash(hash: Buffer): SessionRecord | undefined {
+    const row = this.legacyByHashStmt.get(hash)
     return row ? toRecord(row) : undefined
   }
 

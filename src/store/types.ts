@@ -70,6 +70,8 @@ export interface AuthPolicyRecord {
 export interface SessionRecord {
   id: string
   tokenHash: Buffer
+  /** Made before tokens named their session: found by its token hash instead of its id. */
+  legacyToken: boolean
   identityId: string
   authenticatorId: string
   ipAddress: string
@@ -160,7 +162,9 @@ export interface AuthPolicyRepository {
 export interface SessionRepository {
   /** Stores several sessions at once (group commit); all or none. */
   insertMany(sessions: SessionRecord[]): Promise<void>
-  getByTokenHash(hash: Buffer): Promise<SessionRecord | undefined>
+  get(id: string): Promise<SessionRecord | undefined>
+  /** A session whose token does not name it (`legacyToken`), by the token's hash. */
+  getLegacyByTokenHash(hash: Buffer): Promise<SessionRecord | undefined>
   touch(id: string, lastActivityAt: string, expiresAt: string): Promise<void>
   delete(id: string): Promise<boolean>
   deleteForIdentity(identityId: string): Promise<number>

@@ -9,6 +9,7 @@ function session(identityId: string, id = newId()): SessionRecord {
   return {
     id,
     tokenHash: Buffer.from(id.padEnd(32, 'x')),
+    legacyToken: false,
     identityId,
     authenticatorId: 'updb',
     ipAddress: '127.0.0.1',

@@ -5,6 +5,7 @@ import type { Queryable } from './pool.js'
 interface SessionRow {
   id: string
   token_hash: Buffer
+  legacy_token: boolean
   identity_id: string
   authenticator_id: string
   ip_address: string
@@ -18,6 +19,7 @@ function toRecord(r: SessionRow): SessionRecord {
   return {
     id: r.id,
     tokenHash: r.token_hash,
+    legacyToken: r.legacy_token,
     identityId: r.identity_id,
     authenticatorId: r.authenticator_id,
     ipAddress: r.ip_address,
@@ -28,7 +30,7 @@ function toRecord(r: SessionRow): SessionRecord {
   }
 }
 
-const FIELDS = 9
+const FIELDS = 10
 
 /** Persistence of API sessions on PostgreSQL. */
 export class PgSessionRepository implements SessionRepository {
@@ -52,6 +54,7 @@ export class PgSessionRepository implements SessionRepository {
     const values = sessions.flatMap((s) => [
       s.id,
       s.tokenHash,
+      s.legacyToken,
       s.identityId,
       s.authenticatorId,
       s.ipAddress,
@@ -61,15 +64,23 @@ export class PgSessionRepository implements SessionRepository {
       s.expiresAt,
     ])
     await this.run(
-      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
-         created_at, updated_at, last_activity_at, expires_at) VALUES ${rows.join(', ')}`,
+      `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
+         ip_address, created_at, updated_at, last_activity_at, expires_at) VALUES ${rows.join(', ')}`,
       values,
     )
   }
 
-  async getByTokenHash(hash: Buffer): Promise<SessionRecord | undefined> {
-    const sql = 'SELECT * FROM api_sessions WHERE token_hash = $1'
-    const row = (await this.run(sql, [hash], 'session-by-hash')).rows[0] as SessionRow | undefined // api_sessions columns
+  async get(id: string): Promise<SessionRecord | undefined> {
+    const sql = 'SELECT * FROM api_sessions WHERE id = $1'
+    const row = (await this.run(sql, [id], 'session-by-id')).rows[0] as SessionRow | undefined // api_sessions columns
+    return row ? toRecord(row) : undefined
+  }
+
+  async getLegacyByTokenHash(hash: Buffer): Promise<SessionRecord | undefined> {
+    const sql = 'SELECT * FROM api_sessions WHERE token_hash = $1 AND legacy_token'
+    const row = (await this.run(sql, [hash], 'session-by-legacy-hash')).rows[0] as
+      | SessionRow
+      | undefined // api_sessions columns
     return row ? toRecord(row) : undefined
   }
 
