@@ -9,12 +9,15 @@ import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, redaction } from './logger.js'
 import { installHttpMetrics } from './metrics/http.js'
 import type { Metrics } from './metrics.js'
+import { serverWithLane } from './node-server.js'
 import { lazyChildLogger, writes } from './request-logger.js'
 import { auditEventRoutes } from './routes/audit-events/index.js'
 import { requireSession } from './routes/auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
 import caCertsRoutes from './routes/cacerts/index.js'
 import clientSignerRoutes from './routes/client-signers/index.js'
+import { clientListLane, type Lane } from './routes/client-signers/lane.js'
+import { ClientSignerPages } from './routes/client-signers/pages.js'
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -95,16 +98,25 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     connectionsCheckingInterval: 500,
   }
   const nextId = requestIds()
+  let lane: Lane | undefined // set once the routes it stands in for exist
   const app = Fastify({
     logger,
-    ...(options.https ? { https: { ...options.https, ...nodeServer } } : { http: nodeServer }),
+    serverFactory: serverWithLane(
+      {
+        server: options.https ? { ...options.https, ...nodeServer } : nodeServer,
+        https: options.https !== undefined,
+        keepAliveTimeoutMs: Math.ceil(config.httpKeepAliveTimeoutMs),
+        requestTimeoutMs: nodeServer.requestTimeout,
+      },
+      () => lane,
+    ),
+    // Read by Fastify only to name the listening address's scheme.
+    ...(options.https ? { https: options.https } : {}),
     bodyLimit: 1024 * 1024,
     // One access-log line per request comes from the onResponse hook below instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,
     ...(logger === false ? {} : { childLoggerFactory: lazyChildLogger }),
-    requestTimeout: nodeServer.requestTimeout,
-    keepAliveTimeout: Math.ceil(config.httpKeepAliveTimeoutMs),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
     frameworkErrors,
     clientErrorHandler(err, socket) {
@@ -244,7 +256,18 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       onLogin: metrics?.login,
     })
   }
-  await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, signers })
+  const clientPages = new ClientSignerPages(signers)
+  await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, pages: clientPages })
+  lane = clientListLane({
+    path: `${CLIENT_PREFIX}/external-jwt-signers`,
+    pages: clientPages,
+    // Successful reads are logged at debug by the onResponse hook above; without a logger, never.
+    logsReads: logger === false ? () => false : () => writes(app.log, 'debug'),
+    count: metrics
+      ? (status, seconds) =>
+          metrics.request('GET', `${CLIENT_PREFIX}/external-jwt-signers`, status, seconds)
+      : undefined,
+  })
   await app.register(auditEventRoutes, { prefix: `${m}/audit-events`, audit: services.audit, auth })
 
   app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>

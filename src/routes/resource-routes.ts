@@ -14,7 +14,7 @@ import {
   MAX_BODY_DEPTH,
   tooDeepField,
 } from './common-schemas.js'
-import { notModified, ResponseCache, tagged } from './response-cache.js'
+import { notModified, pageKey, ResponseCache, tagged } from './response-cache.js'
 
 /** What a management resource's domain service offers to its routes (writes are audited). */
 export interface ResourceService<Rec extends { id: string }, Body, Patch> {
@@ -124,7 +124,7 @@ export function resourceRoutes<
           return serialize ? serialize(value) : JSON.stringify(value)
         }
         const version = await o.service.listVersion?.()
-        const key = `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`
+        const key = pageKey(q)
         const { body, etag } =
           version === undefined ? tagged(await build()) : await pages.get(key, version, build)
         reply.header('etag', etag)

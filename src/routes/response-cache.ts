@@ -1,9 +1,22 @@
 import { createHash } from 'node:crypto'
 
-/** A serialised response and its strong entity tag. */
+/** A serialised response (its bytes, encoded once) and its strong entity tag. */
 export interface CachedBody {
-  body: string
+  body: Buffer
   etag: string
+}
+
+/** The list parameters of a query, as they arrive (validated strings, each maybe absent). */
+interface ListQueryParams {
+  filter?: string | undefined
+  sort?: string | undefined
+  limit?: string | undefined
+  offset?: string | undefined
+}
+
+/** The key of one list page: the list parameters exactly as the query gave them. */
+export function pageKey(q: ListQueryParams): string {
+  return `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`
 }
 
 /**
@@ -18,8 +31,8 @@ export class ResponseCache {
   constructor(private readonly maxEntries = 256) {}
 
   async get(key: string, version: string, build: () => Promise<string>): Promise<CachedBody> {
-    const hit = this.entries.get(key)
-    if (hit && hit.version === version) return hit.value
+    const hit = this.peek(key, version)
+    if (hit) return hit
     const generation = this.generation
     const value = tagged(await build())
     if (generation === this.generation) {
@@ -27,6 +40,12 @@ export class ResponseCache {
       this.entries.set(key, { version, value })
     }
     return value
+  }
+
+  /** The kept response of `key` for `version`, if there is one (nothing is built). */
+  peek(key: string, version: string): CachedBody | undefined {
+    const hit = this.entries.get(key)
+    return hit && hit.version === version ? hit.value : undefined
   }
 
   clear(): void {
@@ -37,7 +56,10 @@ export class ResponseCache {
 
 /** A body with its strong entity tag (for answers that are not kept as well). */
 export function tagged(body: string): CachedBody {
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` }
+  return {
+    body: Buffer.from(body),
+    etag: `"${createHash('sha256').update(body).digest('base64url')}"`,
+  }
 }
 
 /** Whether an If-None-Match header names this entity tag (or is `*`). */

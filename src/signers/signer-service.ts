@@ -66,6 +66,15 @@ export class SignerService {
     return store.stale ? undefined : store.repos.signers.listVersion()
   }
 
+  /**
+   * The list version when it is known without asking the store: where one process owns it
+   * (SQLite), every change passes through `onListChange` here, so lists kept for the one version
+   * stay valid until then. Undefined on PostgreSQL, where another instance may have changed them.
+   */
+  localListVersion(): string | undefined {
+    return this.options.store.kind === 'sqlite' ? '' : undefined
+  }
+
   private build(
     fields: WritableSigner,
     base: Pick<SignerRecord, 'id' | 'createdAt'>,

@@ -1,0 +1,45 @@
+import type { SignerService } from '../../signers/signer-service.js'
+import { type CachedBody, pageKey, ResponseCache, tagged } from '../response-cache.js'
+
+type ClientListQuery = Parameters<SignerService['listForClient']>[0]
+
+const DEFAULT_PAGE = pageKey({})
+
+/**
+ * The pages of the unauthenticated signer list, kept serialised until a signer changes (here, or
+ * on another instance as the store tells), each with its entity tag.
+ */
+export class ClientSignerPages {
+  private readonly cache = new ResponseCache()
+
+  constructor(private readonly signers: SignerService) {
+    signers.onListChange(() => this.cache.clear())
+  }
+
+  /** The page of a validated query: kept, or read and serialised now. */
+  async page(q: ClientListQuery): Promise<CachedBody> {
+    const build = async () =>
+      JSON.stringify({
+        data: (await this.signers.listForClient(q)).map((s) => ({
+          id: s.id,
+          name: s.name,
+          externalAuthUrl: s.externalAuthUrl,
+          _links: { self: { href: `./external-jwt-signers/${s.id}` } },
+        })),
+        meta: {},
+      })
+    const version = await this.signers.listVersion()
+    return version === undefined
+      ? tagged(await build())
+      : this.cache.get(pageKey(q), version, build)
+  }
+
+  /**
+   * The page of a query without parameters when it is kept and known to be current without asking
+   * the store; undefined otherwise (the route then answers, reading what it needs).
+   */
+  keptDefault(): CachedBody | undefined {
+    const version = this.signers.localListVersion()
+    return version === undefined ? undefined : this.cache.peek(DEFAULT_PAGE, version)
+  }
+}
