@@ -5,6 +5,8 @@ export const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
 export const CONNECTIONS = 32
 /** Seconds of the same load before each measured run (V8 needs a few to optimise a route's path). */
 export const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3)
+/** Rounds of each goal's baseline and target, measured in turns (see `paired`). */
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 
 export interface Result {
   rps: number
@@ -39,10 +41,12 @@ export async function measure(
     statusOk?: (status: number) => boolean
     /** The server's process id: its CPU time per request is reported too. */
     pid?: number
+    /** Warm the route up first (default: yes, for a run of a duration). */
+    warmup?: boolean
   } = {},
 ): Promise<Result> {
   const nextHeaders = options.headers
-  if (options.amount === undefined) {
+  if (options.amount === undefined && options.warmup !== false) {
     // The same load first, so every figure is of a warmed-up process (JIT, caches).
     await autocannon({
       url,
@@ -109,6 +113,51 @@ export function report(name: string, r: Result, baseline: number, baselineName: 
   const cpu = r.cpuUs === undefined ? '' : `  cpu ${r.cpuUs.toFixed(0).padStart(3)} µs/req`
   console.log(
     `${name.padEnd(50)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${String(r.p99).padStart(3)} ms  errors ${r.errors}${cpu}  ratio ${ratio.toFixed(2)} of ${baselineName}`,
+  )
+  return ratio
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+/**
+ * A goal's ratio on a shared, noisy machine: the baseline and the target are measured in turns,
+ * ROUNDS times, each round's target against that round's baseline, and the median of the rounds'
+ * ratios is the figure (every round's ratio is printed too). `round` is the round's index (0 warms
+ * up: later rounds may skip it).
+ */
+export async function paired(
+  name: string,
+  baselineName: string,
+  baseline: (round: number) => Promise<Result>,
+  target: (round: number) => Promise<Result>,
+): Promise<number> {
+  const ratios: number[] = []
+  const targets: Result[] = []
+  const baselines: Result[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const b = await baseline(round)
+    const t = await target(round)
+    baselines.push(b)
+    targets.push(t)
+    ratios.push(t.rps / b.rps)
+  }
+  const ratio = median(ratios)
+  const cpu = (rs: Result[]) =>
+    rs.every((r) => r.cpuUs !== undefined)
+      ? `  cpu ${median(rs.map((r) => r.cpuUs as number)).toFixed(0)} µs/req`
+      : ''
+  console.log(
+    `${name.padEnd(50)} ${median(targets.map((r) => r.rps))
+      .toFixed(0)
+      .padStart(
+        7,
+      )} req/s  p99 ${String(median(targets.map((r) => r.p99))).padStart(3)} ms  errors ${targets.reduce((n, r) => n + r.errors, 0)}${cpu(targets)}  ratio ${ratio.toFixed(2)} of ${baselineName} (${median(baselines.map((r) => r.rps)).toFixed(0)}${cpu(baselines)}; rounds ${ratios.map((r) => r.toFixed(2)).join(' ')})`,
   )
   return ratio
 }

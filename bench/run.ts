@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { CONNECTIONS, DURATION_S, measure, report } from './common.js'
+import { CONNECTIONS, DURATION_S, measure, paired, type Result, ROUNDS, report } from './common.js'
 import { type Controller, startController } from './controller.js'
 import { benchLists100k } from './lists-100k.js'
-import { benchLogin, distinctLogins, LOGIN_TOKENS, loginFixture } from './login.js'
+import { benchLogin, distinctLogins, LOGIN_TOKENS, loginFixture, warmLogins } from './login.js'
 import { benchMemory } from './memory.js'
 import { benchMetrics } from './metrics.js'
 import { freePort, startProcess } from './processes.js'
@@ -43,28 +43,30 @@ async function dropDatabase(name: string): Promise<void> {
   await admin.end()
 }
 
-async function lists(ctrl: Controller, bare: number, label: string) {
+/** A route measured for a goal, warmed up in the first round only. */
+const route =
+  (url: string, pid: number, headers?: () => Record<string, string>) => (round: number) =>
+    measure(url, { pid, warmup: round === 0, ...(headers ? { headers } : {}) })
+
+async function lists(ctrl: Controller, bare: (round: number) => Promise<Result>, label: string) {
   const admin = () => ({ 'zt-session': ctrl.token })
-  const client = report(
+  const client = await paired(
     `${label} client signer list (100 signers)`,
-    await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`, { pid: ctrl.pid }),
-    bare,
     'bare',
+    bare,
+    route(`${ctrl.base}/edge/client/v1/external-jwt-signers`, ctrl.pid),
   )
-  const signers = report(
+  const signers = await paired(
     `${label} management signer list (limit 10)`,
-    await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, {
-      headers: admin,
-      pid: ctrl.pid,
-    }),
-    bare,
     'bare',
+    bare,
+    route(`${ctrl.base}/edge/management/v1/external-jwt-signers`, ctrl.pid, admin),
   )
-  const identities = report(
+  const identities = await paired(
     `${label} management identity list (limit 10)`,
-    await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin, pid: ctrl.pid }),
-    bare,
     'bare',
+    bare,
+    route(`${ctrl.base}/edge/management/v1/identities`, ctrl.pid, admin),
   )
   return { client, signers, identities }
 }
@@ -78,17 +80,18 @@ async function main(): Promise<void> {
     PORT: String(barePort),
   })
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds, median ratio`,
   )
-  const baseline = await measure(`${bareUrl}/hello`, { pid: bare.pid })
-  report('bare Fastify route (baseline)', baseline, baseline.rps, 'bare')
+  const baseline = route(`${bareUrl}/hello`, bare.pid)
+  const first = await baseline(0)
+  report('bare Fastify route (baseline)', first, first.rps, 'bare')
 
   // SQLite, as `npm start` runs it.
   const sqlite = await startController(join(dir, 'bench.db'), { signers: 100 })
   for (let i = 0; i < 20; i++) {
     await sqlite.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
   }
-  const sq = await lists(sqlite, baseline.rps, 'SQLite')
+  const sq = await lists(sqlite, baseline, 'SQLite')
   goal('1. client signer list / bare route', sq.client, 0.8)
   goal('3. management signer list / bare route', sq.signers, 0.4)
   goal('3. management identity list / bare route', sq.identities, 0.4)
@@ -108,20 +111,14 @@ async function main(): Promise<void> {
   const pgUrl = await benchDatabase('ctrl_bench')
   if (pgUrl) {
     const postgres = await startController(pgUrl, { signers: 100 })
-    const pgLists = await lists(postgres, baseline.rps, 'PostgreSQL')
+    const pgLists = await lists(postgres, baseline, 'PostgreSQL')
     const pgFixture = await loginFixture(postgres)
-    const [sqTokens, pgTokens] = [
-      await fixture.tokens('RS256', LOGIN_TOKENS),
-      await pgFixture.tokens('RS256', LOGIN_TOKENS),
-    ]
-    const sqLogin = await distinctLogins(sqlite, sqTokens)
-    const pgLogin = await distinctLogins(postgres, pgTokens)
-    report('SQLite ext-jwt login RS256, distinct tokens', sqLogin, sqLogin.rps, 'SQLite')
-    const loginRatio = report(
+    await warmLogins(postgres, pgFixture, 'RS256')
+    const loginRatio = await paired(
       'PostgreSQL ext-jwt login RS256, distinct tokens',
-      pgLogin,
-      sqLogin.rps,
       'SQLite',
+      async () => distinctLogins(sqlite, await fixture.tokens('RS256', LOGIN_TOKENS)),
+      async () => distinctLogins(postgres, await pgFixture.tokens('RS256', LOGIN_TOKENS)),
     )
     goal('PostgreSQL RS256 login / SQLite (issue 11)', loginRatio, 0.7)
     summary.push(

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
-import { measure, report } from './common.js'
+import { measure, paired } from './common.js'
 import type { Call } from './controller.js'
 
 async function idOf(res: Promise<Response>): Promise<string> {
@@ -61,19 +61,25 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
     .sign(privateKey)
 
   const url = `${base}/edge/client/v1/current-identity`
-  const plain = await measure(url, {
-    ...(pid === undefined ? {} : { pid }),
-    headers: () => ({ 'zt-session': sessions['plain-user'] as string }),
-  })
-  report('current-identity, no secondary factor', plain, plain.rps, 'no factor')
-  const mfa = await measure(url, {
-    ...(pid === undefined ? {} : { pid }),
-    headers: () => ({
-      'zt-session': sessions['mfa-user'] as string,
-      authorization: `Bearer ${jwt}`,
-    }),
-  })
-  const ratio = report('current-identity, secondary JWT (repeated)', mfa, plain.rps, 'no factor')
+  const ratio = await paired(
+    'current-identity, secondary JWT (repeated)',
+    'no factor',
+    (round) =>
+      measure(url, {
+        ...(pid === undefined ? {} : { pid }),
+        warmup: round === 0,
+        headers: () => ({ 'zt-session': sessions['plain-user'] as string }),
+      }),
+    (round) =>
+      measure(url, {
+        ...(pid === undefined ? {} : { pid }),
+        warmup: round === 0,
+        headers: () => ({
+          'zt-session': sessions['mfa-user'] as string,
+          authorization: `Bearer ${jwt}`,
+        }),
+      }),
+  )
   server.close()
   return ratio
 }
