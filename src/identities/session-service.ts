@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash as digest, timingSafeEqual } from 'node:crypto'
 import { type AuditContext, type AuditEventRecord, AuditService } from '../audit/audit-service.js'
 import { newId, newSecret } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
@@ -45,7 +45,7 @@ const TOUCH_INTERVAL_MS = 1000
 const MAX_KEPT_SESSIONS = 10_000
 
 export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest()
+  return digest('sha256', token, 'buffer')
 }
 
 /** API sessions: random bearer tokens, stored only as hashes, expiring after idle time. */

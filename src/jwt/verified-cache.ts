@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 /** What a verified token established: which signer vouched for which identity, until when. */
 export interface VerifiedEntry {
@@ -35,7 +35,7 @@ export class VerifiedTokenCache {
   ) {}
 
   static key(token: string): string {
-    return createHash('sha256').update(token).digest('base64url')
+    return hash('sha256', token, 'base64url')
   }
 
   get size(): number {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 /** A serialised response (its bytes, encoded once) and its strong entity tag. */
 export interface CachedBody {
@@ -58,7 +58,7 @@ export class ResponseCache {
 export function tagged(body: string): CachedBody {
   return {
     body: Buffer.from(body),
-    etag: `"${createHash('sha256').update(body).digest('base64url')}"`,
+    etag: `"${hash('sha256', body, 'base64url')}"`,
   }
 }
 
