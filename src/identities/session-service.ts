@@ -48,6 +48,11 @@ export function hashToken(token: string): Buffer {
   return digest('sha256', token, 'buffer')
 }
 
+/** The same hash as base64 text: the key of a kept session (no Buffer made on a hit). */
+function tokenKey(token: string): string {
+  return digest('sha256', token, 'base64')
+}
+
 /** API sessions: random bearer tokens, stored only as hashes, expiring after idle time. */
 export class SessionService {
   private readonly writer: BatchWriter<PendingLogin>
@@ -118,10 +123,11 @@ export class SessionService {
    */
   async resolve(token: string): Promise<ResolvedSession | undefined> {
     const sessions = this.options.store.repos.sessions
-    const hash = hashToken(token)
-    const key = this.kept ? hash.toString('base64') : ''
+    const key = this.kept ? tokenKey(token) : ''
     const generation = this.generation
-    const session = this.kept?.get(key) ?? (await this.find(token, hash))
+    const session =
+      this.kept?.get(key) ??
+      (await this.find(token, this.kept ? Buffer.from(key, 'base64') : hashToken(token)))
     if (!session) return undefined
     const now = this.options.clock()
     if (Date.parse(session.expiresAt) <= now.getTime()) {

@@ -48,6 +48,8 @@ export function bearerChallenge(
 }
 
 const MAX_BEARERS = 3
+// `Bearer <token>`, the scheme in any case, whitespace around allowed.
+const BEARER = /^\s*Bearer\s+(\S+)\s*$/i
 
 /**
  * The bearer tokens of a request's Authorization headers, in order, at most three. Node keeps only
@@ -60,8 +62,8 @@ export function bearerTokens(rawHeaders: string[]): string[] {
     const name = rawHeaders[i]
     const value = rawHeaders[i + 1]
     if (name === undefined || value === undefined) break
-    if (name.toLowerCase() !== 'authorization') continue
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(value.trim())?.[1]
+    if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
+    const token = BEARER.exec(value)?.[1]
     if (token !== undefined) tokens.push(token)
   }
   return tokens

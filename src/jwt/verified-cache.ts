@@ -25,6 +25,8 @@ export class VerifiedTokenCache {
    * (thousands under a flood of distinct tokens).
    */
   private oldest = this.entries.keys()
+  /** The key set or used last (the map's last entry, unless it was deleted since). */
+  private newest: string | undefined
 
   constructor(
     private readonly clock: () => Date,
@@ -45,9 +47,17 @@ export class VerifiedTokenCache {
   get(key: string): VerifiedEntry | undefined {
     const entry = this.entries.get(key)
     if (!entry) return undefined
-    this.entries.delete(key)
-    if (entry.expiresAtMs <= this.clock().getTime()) return undefined
-    this.entries.set(key, entry) // most recently used goes last
+    if (entry.expiresAtMs <= this.clock().getTime()) {
+      this.entries.delete(key)
+      return undefined
+    }
+    // The most recently used goes last; a token presented on every request of a session usually
+    // is last already, and moving it would only leave a deleted slot behind each time.
+    if (key !== this.newest) {
+      this.entries.delete(key)
+      this.entries.set(key, entry)
+      this.newest = key
+    }
     return entry
   }
 
@@ -56,6 +66,7 @@ export class VerifiedTokenCache {
     if (!this.isLive(entry.signerId, entry.kid)) return
     while (this.entries.size >= this.maxEntries) this.evictOldest()
     this.entries.set(key, entry)
+    this.newest = key
   }
 
   private evictOldest(): void {

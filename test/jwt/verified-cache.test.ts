@@ -41,6 +41,14 @@ describe('VerifiedTokenCache', () => {
     cache.set('e', entry(0))
     cache.set('f', entry(0))
     expect(['a', 'c', 'd', 'e', 'f'].filter((k) => cache.get(k))).toEqual(['d', 'e', 'f'])
+    // Reading the newest entry keeps the order; reading another moves it past the newest.
+    cache.clear()
+    for (const k of ['p', 'q', 'r']) cache.set(k, entry(0))
+    expect(cache.get('r')).toBeDefined()
+    cache.set('s', entry(0)) // p goes
+    expect(cache.get('q')).toBeDefined()
+    cache.set('t', entry(0)) // r goes: q was read after it
+    expect(['p', 'q', 'r', 's', 't'].filter((k) => cache.get(k))).toEqual(['q', 's', 't'])
     cache.clear()
     for (let i = 0; i < 1000; i++) cache.set(`x${i}`, entry(0))
     expect(['x996', 'x997', 'x998', 'x999'].filter((k) => cache.get(k))).toEqual([
