@@ -6,7 +6,7 @@ export const CONNECTIONS = 32
 /** Seconds of the same load before each measured run (V8 needs a few to optimise a route's path). */
 export const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3)
 /** Rounds of each goal's baseline and target, measured in turns (see `paired`). */
-export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 
 export interface Result {
   rps: number
