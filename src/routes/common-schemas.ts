@@ -1,4 +1,4 @@
-import { type TSchema, Type } from '@sinclair/typebox'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
 
 /** A nullable primitive, written as a JSON Schema type array (serializes fast, reads plainly). */
 export function Nullable<T extends TSchema & { type: string }>(schema: T) {
@@ -31,6 +31,9 @@ export const ListQuerySchema = Type.Object({
   limit: Type.Optional(Type.String({ maxLength: 20 })),
   offset: Type.Optional(Type.String({ maxLength: 20 })),
 })
+
+/** A list's query parameters, as validated (strings, each maybe absent). */
+export type ListQuery = Static<typeof ListQuerySchema>
 
 export const PaginationSchema = Type.Object({
   limit: Type.Integer(),

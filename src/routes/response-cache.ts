@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import type { ListQuery } from './common-schemas.js'
 
 /** A serialised response (its bytes, encoded once) and its strong entity tag. */
 export interface CachedBody {
@@ -6,16 +7,8 @@ export interface CachedBody {
   etag: string
 }
 
-/** The list parameters of a query, as they arrive (validated strings, each maybe absent). */
-interface ListQueryParams {
-  filter?: string | undefined
-  sort?: string | undefined
-  limit?: string | undefined
-  offset?: string | undefined
-}
-
 /** The key of one list page: the list parameters exactly as the query gave them. */
-export function pageKey(q: ListQueryParams): string {
+export function pageKey(q: ListQuery): string {
   return `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`
 }
 

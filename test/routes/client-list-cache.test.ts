@@ -1,20 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
+import { listedSigner } from '../helpers/signers.js'
 import { freshPostgresUrl, PG_URL, STORES } from '../helpers/stores.js'
 
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 const M = '/edge/management/v1/external-jwt-signers'
-
-const body = (name: string, extra: object = {}) => ({
-  name,
-  enabled: true,
-  issuer: `https://${name}.example`,
-  audience: 'ziti',
-  jwksEndpoint: `https://${name}.example/jwks`,
-  externalAuthUrl: `https://${name}.example/auth`,
-  ...extra,
-})
 
 async function names(app: FastifyInstance): Promise<string[]> {
   const res = await app.inject({ method: 'GET', url: CLIENT })
@@ -26,7 +17,7 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
   it('carries an ETag, answers 304 to If-None-Match with it, and 200 to any other', async () => {
     const app = await buildTestApp({ storeKind })
     const call = caller(app, await login(app))
-    await call('POST', M, body('one'))
+    await call('POST', M, listedSigner('one'))
     const first = await app.inject({ method: 'GET', url: CLIENT })
     const etag = first.headers.etag as string
     expect(etag).toMatch(/^"[\w-]+"$/)
@@ -63,7 +54,7 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
   it('keeps management signer pages too: ETag, 304, and every change in the very next response', async () => {
     const app = await buildTestApp({ storeKind })
     const call = caller(app, await login(app))
-    const id = (await call('POST', M, body('one'))).json().data.id
+    const id = (await call('POST', M, listedSigner('one'))).json().data.id
     const first = await call('GET', M)
     const etag = first.headers.etag as string
     expect(first.json().meta.pagination.totalCount).toBe(1)
@@ -158,7 +149,7 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
     const app = await buildTestApp({ storeKind })
     const call = caller(app, await login(app))
     expect(await names(app)).toEqual([])
-    const created = await call('POST', M, body('alpha'))
+    const created = await call('POST', M, listedSigner('alpha'))
     const id = created.json().data.id
     const tag = (await app.inject({ method: 'GET', url: CLIENT })).headers.etag
     expect(await names(app)).toEqual(['alpha'])
@@ -174,9 +165,9 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
     expect(await names(app)).toEqual([])
     await call('PATCH', `${M}/${id}`, { enabled: true })
     expect(await names(app)).toEqual(['beta'])
-    await call('PUT', `${M}/${id}`, body('gamma', { externalAuthUrl: null }))
+    await call('PUT', `${M}/${id}`, listedSigner('gamma', { externalAuthUrl: null }))
     expect(await names(app)).toEqual([])
-    await call('PUT', `${M}/${id}`, body('gamma'))
+    await call('PUT', `${M}/${id}`, listedSigner('gamma'))
     expect(await names(app)).toEqual(['gamma'])
     await call('DELETE', `${M}/${id}`)
     expect(await names(app)).toEqual([])
@@ -190,7 +181,7 @@ describe.skipIf(!PG_URL)('client signer list on two instances of one PostgreSQL 
     const b = await buildTestApp({ config: { dbPath: url } })
     const call = caller(a, await login(a))
     expect(await names(b)).toEqual([])
-    const id = (await call('POST', M, body('shared'))).json().data.id
+    const id = (await call('POST', M, listedSigner('shared'))).json().data.id
     expect(await names(b)).toEqual(['shared'])
     await call('PATCH', `${M}/${id}`, { enabled: false })
     expect(await names(b)).toEqual([])

@@ -8,6 +8,7 @@ import { clientListLane } from '../../src/routes/client-signers/lane.js'
 import { ClientSignerPages } from '../../src/routes/client-signers/pages.js'
 import { SignerService } from '../../src/signers/signer-service.js'
 import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
+import { listedSigner } from '../helpers/signers.js'
 import { openTestStore } from '../helpers/stores.js'
 import { listen, rawRequest } from '../http/raw-http.js'
 import { buildMeteredApp } from '../metrics/scrape.js'
@@ -18,16 +19,6 @@ import { buildMeteredApp } from '../metrics/scrape.js'
 
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 const M = '/edge/management/v1/external-jwt-signers'
-
-const signer = (name: string, extra: object = {}) => ({
-  name,
-  enabled: true,
-  issuer: `https://${name}.example`,
-  audience: 'ziti',
-  jwksEndpoint: `https://${name}.example/jwks`,
-  externalAuthUrl: `https://${name}.example/auth`,
-  ...extra,
-})
 
 interface Answer {
   status: number
@@ -67,7 +58,7 @@ describe('the client signer list lane', () => {
   it('answers the kept default page exactly as the route does: status, headers and body', async () => {
     const app = await buildTestApp({ storeKind: 'sqlite' })
     const { port, call } = await served(app)
-    for (const n of ['one', 'two']) await call('POST', M, signer(n))
+    for (const n of ['one', 'two']) await call('POST', M, listedSigner(n))
     const fromRoute = await get(port, CLIENT) // builds and keeps the page
     const fromLane = await get(port, CLIENT)
     // `?` with nothing after it: the same page, always through the route.
@@ -91,7 +82,7 @@ describe('the client signer list lane', () => {
   it('shows every kind of change in the very next response', async () => {
     const app = await buildTestApp({ storeKind: 'sqlite' })
     const { port, call } = await served(app)
-    const id = (await call('POST', M, signer('alpha'))).json().data.id
+    const id = (await call('POST', M, listedSigner('alpha'))).json().data.id
     const list = async () => {
       await get(port, CLIENT) // keeps the page (or is already the lane)
       return names(await get(port, CLIENT))
@@ -107,12 +98,12 @@ describe('the client signer list lane', () => {
     expect(await list()).toEqual([])
     await call('PATCH', `${M}/${id}`, { enabled: true })
     expect(names(await get(port, CLIENT))).toEqual(['beta'])
-    await call('PUT', `${M}/${id}`, signer('gamma', { externalAuthUrl: null }))
+    await call('PUT', `${M}/${id}`, listedSigner('gamma', { externalAuthUrl: null }))
     expect(names(await get(port, CLIENT))).toEqual([])
-    await call('PUT', `${M}/${id}`, signer('gamma'))
+    await call('PUT', `${M}/${id}`, listedSigner('gamma'))
     expect(names(await get(port, CLIENT))).toEqual(['gamma'])
     expect(await list()).toEqual(['gamma'])
-    const second = (await call('POST', M, signer('delta'))).json().data.id
+    const second = (await call('POST', M, listedSigner('delta'))).json().data.id
     expect(names(await get(port, CLIENT))).toEqual(['gamma', 'delta'])
     await call('DELETE', `${M}/${id}`)
     await call('DELETE', `${M}/${second}`)
@@ -122,7 +113,7 @@ describe('the client signer list lane', () => {
   it('leaves to the route what only the route answers: queries, HEAD, no Host, errors', async () => {
     const app = await buildTestApp({ storeKind: 'sqlite' })
     const { port, call } = await served(app)
-    await call('POST', M, signer('one'))
+    await call('POST', M, listedSigner('one'))
     await get(port, CLIENT)
     const paged = await get(port, `${CLIENT}?limit=1&offset=1`)
     expect(names(paged)).toEqual([])
@@ -189,7 +180,7 @@ describe('clientListLane', () => {
       await store.close()
     })
     const port = (server.address() as AddressInfo).port // a TCP listener
-    const created = await signers.create(signer('one'))
+    const created = await signers.create(listedSigner('one'))
     expect((await get(port, CLIENT)).status).toBe(599) // nothing kept yet
     const kept = await pages.page({})
     const answer = await get(port, CLIENT)

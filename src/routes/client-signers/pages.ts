@@ -1,7 +1,6 @@
 import type { SignerService } from '../../signers/signer-service.js'
+import type { ListQuery } from '../common-schemas.js'
 import { type CachedBody, pageKey, ResponseCache, tagged } from '../response-cache.js'
-
-type ClientListQuery = Parameters<SignerService['listForClient']>[0]
 
 const DEFAULT_PAGE = pageKey({})
 
@@ -17,7 +16,7 @@ export class ClientSignerPages {
   }
 
   /** The page of a validated query: kept, or read and serialised now. */
-  async page(q: ClientListQuery): Promise<CachedBody> {
+  async page(q: ListQuery): Promise<CachedBody> {
     const build = async () =>
       JSON.stringify({
         data: (await this.signers.listForClient(q)).map((s) => ({
