@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { copyStore } from '../src/store/copy.js'
 import { isPostgresUrl, openStore } from '../src/store/open-store.js'
-import { redactUrl } from '../src/store/postgres/pool.js'
+import { redactUrl } from '../src/store/postgres/connection.js'
 
 const USAGE =
   'usage: npm run copy-to-postgres -- <sqlite-file> <postgres://user:password@host:port/db>'

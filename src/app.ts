@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
@@ -7,37 +6,27 @@ import type { Config } from './config.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, redaction } from './logger.js'
-import { installHttpMetrics } from './metrics/http.js'
+import { httpMetrics } from './metrics/http.js'
 import type { Metrics } from './metrics.js'
 import { serverWithLane } from './node-server.js'
+import { errorHandling } from './plugins/error-handling.js'
+import { jsonBody } from './plugins/json-body.js'
+import { openapi } from './plugins/openapi.js'
+import { requestLog } from './plugins/request-log.js'
 import { lazyChildLogger, writes } from './request-logger.js'
-import { auditEventRoutes } from './routes/audit-events/index.js'
-import { requireSession } from './routes/auth-hooks.js'
-import { authPolicyRoutes, authPolicyRoutesOptions } from './routes/auth-policies/index.js'
+import { authentication } from './routes/auth-hooks.js'
 import caCertsRoutes from './routes/cacerts/index.js'
-import clientSignerRoutes from './routes/client-signers/index.js'
+import { clientApi } from './routes/client-api.js'
 import { clientListLane, type Lane } from './routes/client-signers/lane.js'
 import { ClientSignerPages } from './routes/client-signers/pages.js'
-import {
-  clientErrorHandler,
-  frameworkErrors,
-  installErrorHandling,
-  requireHost,
-} from './routes/error-handler.js'
+import { clientErrorHandler, frameworkErrors } from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
-import {
-  identityPasswordRoutes,
-  identityRoutes,
-  identityRoutesOptions,
-} from './routes/identities/index.js'
-import sessionRoutes from './routes/sessions/index.js'
-import { signerRoutes, signerRoutesOptions } from './routes/signers/index.js'
-import { signerKeyRoutes } from './routes/signers/keys.js'
-import { signerToolRoutes } from './routes/signers/tools.js'
+import { managementApi } from './routes/management-api.js'
+import type { SessionRoutesOptions } from './routes/sessions/index.js'
 import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
+import type { Store } from './store/contract.js'
 import { openStore } from './store/open-store.js'
-import type { Store } from './store/types.js'
 
 export interface BuildAppOptions {
   config: Config
@@ -73,7 +62,7 @@ export const CLIENT_PREFIX = '/edge/client/v1'
 
 /** Builds the controller: every server option, plugin and route, ready to inject or listen. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
-  const { config } = options
+  const { config, metrics } = options
   // Converted first: a bundle that holds no certificate stops the build before anything opens.
   const pkcs7 = options.https
     ? (await import('./routes/cacerts/ca-bundle.js')).pkcs7CertsOnly(
@@ -81,123 +70,18 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       )
     : undefined
   const clock = options.clock ?? (() => new Date())
-  const logger =
-    options.logger === undefined
-      ? loggerOptions(config.logLevel)
-      : options.logger === false
-        ? false
-        : { ...options.logger, ...redaction() }
-
-  const nodeServer = {
-    // Node answers a request without Host with an empty 400; the onRequest hook answers instead.
-    requireHostHeader: false,
-    // Given at creation: Node checks these deadlines every connectionsCheckingInterval (30 s
-    // unless set), so a slow client would be cut up to that much late.
-    headersTimeout: Math.ceil(config.httpHeadersTimeoutMs),
-    requestTimeout: Math.ceil(config.httpRequestTimeoutMs),
-    connectionsCheckingInterval: 500,
-  }
-  const nextId = requestIds()
   let lane: Lane | undefined // set once the routes it stands in for exist
-  const app = Fastify({
-    logger,
-    serverFactory: serverWithLane(
-      {
-        server: options.https ? { ...options.https, ...nodeServer } : nodeServer,
-        https: options.https !== undefined,
-        keepAliveTimeoutMs: Math.ceil(config.httpKeepAliveTimeoutMs),
-        requestTimeoutMs: nodeServer.requestTimeout,
-      },
-      () => lane,
-    ),
-    // Read by Fastify only to name the listening address's scheme.
-    ...(options.https ? { https: options.https } : {}),
-    bodyLimit: 1024 * 1024,
-    // One access-log line per request comes from the onResponse hook below instead.
-    logController: new LogController({ disableRequestLogging: true }),
-    genReqId: nextId,
-    ...(logger === false ? {} : { childLoggerFactory: lazyChildLogger }),
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
-    frameworkErrors,
-    clientErrorHandler(err, socket) {
-      answerClientError(err, socket)
-    },
-  }).withTypeProvider<TypeBoxTypeProvider>()
-  const answerClientError = clientErrorHandler(nextId, app.log)
+  const app = createFastify(options, () => lane)
 
-  installErrorHandling(app)
-  const { metrics } = options
-  if (metrics) installHttpMetrics(app, metrics)
-  // Callback-style hooks: they run on every request, and skip a promise each.
-  app.addHook('onRequest', (request, _reply, done) => {
-    try {
-      requireHost(request)
-      done()
-    } catch (err) {
-      done(err as Error) // requireHost throws only AppError
-    }
-  })
-  app.decorateRequest('auth', null)
+  // Cross-cutting parts, for every route registered after them.
+  await app.register(errorHandling)
+  await app.register(jsonBody)
+  await app.register(requestLog)
+  if (metrics) await app.register(httpMetrics, { metrics })
+  await app.register(authentication)
+  await app.register(openapi)
 
-  // An empty JSON body reads as "no body": login accepts a bare POST with only a bearer token.
-  const jsonParser = app.getDefaultJsonParser('error', 'error')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined)
-    return jsonParser(request, body as string, done) // parseAs: 'string'
-  })
-
-  // Writes, logins and every refusal or failure are logged at info; successful reads (the bulk of
-  // the traffic, counted by the metrics) only at debug, so the log stays readable and cheap.
-  app.addHook('onResponse', (request, reply, done) => {
-    const read = request.method === 'GET' || request.method === 'HEAD'
-    const level = read && reply.statusCode < 400 ? 'debug' : 'info'
-    if (!writes(request.log, level)) return done()
-    request.log[level](
-      {
-        method: request.method,
-        url: request.url,
-        statusCode: reply.statusCode,
-        remoteAddress: request.ip,
-        responseTime: Math.round(reply.elapsedTime * 100) / 100,
-      },
-      'request completed',
-    )
-    done()
-  })
-
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'External JWT signer controller',
-        description: 'Edge management and client APIs for external JWT signers',
-        version: '0.1.0',
-      },
-    },
-  })
-
-  const admin = async (s: Store) => {
-    const generated = await bootstrapAdmin(s, clock, config.adminUser, config.adminPassword)
-    if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
-  }
-  let store: Store
-  if (options.store) {
-    store = options.store
-    await admin(store)
-  } else {
-    store = await openStore(
-      {
-        db: config.dbPath,
-        poolSize: config.dbPoolSize,
-        connectTimeoutMs: config.dbConnectTimeoutMs,
-        statementTimeoutMs: config.dbStatementTimeoutMs,
-      },
-      app.log,
-      admin,
-    )
-    app.addHook('onClose', () => store.close())
-  }
-
+  const store = await storeOf(app, options, clock)
   const services = await createServices({
     store,
     config,
@@ -208,72 +92,121 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     verifiedCacheEntries: options.verifiedCacheEntries,
   })
   app.addHook('onClose', services.close)
-  const { signers, identities, policies } = services
-  const auth = metrics ? { ...services.auth, onSecondary: metrics.secondary } : services.auth
   metrics?.watch({
     sessions: () => store.repos.sessions.count(),
     keys: services.keys,
     cache: services.verifier.cache,
     verifierStats: services.verifier.stats,
   })
+  const auth = metrics ? { ...services.auth, onSecondary: metrics.secondary } : services.auth
+  const sessions: SessionRoutesOptions = {
+    auth,
+    passwords: {
+      credentials: (name) => services.identities.credentials(name),
+      allowsPrimary: (identity, method) => services.policies.allowsPrimary(identity, method),
+    },
+    rateLimit: config.authRateLimit,
+    clock,
+    onLogin: metrics?.login,
+  }
+  const pages = new ClientSignerPages(services.signers)
 
-  const m = MANAGEMENT_PREFIX
+  // The APIs.
   await app.register(healthRoutes, { ping: services.health })
-  await app.register(versionRoutes, { clientPath: CLIENT_PREFIX, managementPath: m })
+  await app.register(versionRoutes, {
+    clientPath: CLIENT_PREFIX,
+    managementPath: MANAGEMENT_PREFIX,
+  })
   await app.register(caCertsRoutes, { pkcs7 })
-  for (const path of ['external-jwt-signers', 'ext-jwt-signers']) {
-    await app.register(signerRoutes, {
-      prefix: `${m}/${path}`,
-      ...signerRoutesOptions(signers, auth),
-    })
-    await app.register(signerKeyRoutes, { prefix: `${m}/${path}`, keys: services.signerKeys, auth })
-    await app.register(signerToolRoutes, {
-      prefix: `${m}/${path}`,
-      auth: requireSession(auth, { admin: true }),
-      discover: services.discover,
-      explain: services.explain,
-    })
-  }
-  await app.register(identityRoutes, {
-    prefix: `${m}/identities`,
-    ...identityRoutesOptions(identities, policies, auth),
-  })
-  await app.register(identityPasswordRoutes, { prefix: `${m}/identities`, identities, auth })
-  await app.register(authPolicyRoutes, {
-    prefix: `${m}/auth-policies`,
-    ...authPolicyRoutesOptions(policies, auth),
-  })
-  for (const prefix of [m, CLIENT_PREFIX]) {
-    await app.register(sessionRoutes, {
-      prefix,
-      auth,
-      passwords: {
-        credentials: (name: string) => identities.credentials(name),
-        allowsPrimary: (identity, method) => policies.allowsPrimary(identity, method),
-      },
-      rateLimit: config.authRateLimit,
-      clock,
-      onLogin: metrics?.login,
-    })
-  }
-  const clientPages = new ClientSignerPages(signers)
-  await app.register(clientSignerRoutes, { prefix: CLIENT_PREFIX, pages: clientPages })
+  await app.register(managementApi, { prefix: MANAGEMENT_PREFIX, services, auth, sessions })
+  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages })
   lane = clientListLane({
     path: `${CLIENT_PREFIX}/external-jwt-signers`,
-    pages: clientPages,
-    // Successful reads are logged at debug by the onResponse hook above; without a logger, never.
-    logsReads: logger === false ? () => false : () => writes(app.log, 'debug'),
+    pages,
+    // Successful reads are logged at debug by the request log; without a logger, never.
+    logsReads: options.logger === false ? () => false : () => writes(app.log, 'debug'),
     count: metrics
       ? (status, seconds) =>
           metrics.request('GET', `${CLIENT_PREFIX}/external-jwt-signers`, status, seconds)
       : undefined,
   })
-  await app.register(auditEventRoutes, { prefix: `${m}/audit-events`, audit: services.audit, auth })
-
-  app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type('application/yaml').send(app.swagger({ yaml: true })),
-  )
 
   await app.ready()
   return app
+}
+
+/** Fastify with every server option: the same in tests and in production. */
+function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
+  const { config } = options
+  const logger =
+    options.logger === undefined
+      ? loggerOptions(config.logLevel)
+      : options.logger === false
+        ? false
+        : { ...options.logger, ...redaction() }
+  const nodeServer = {
+    // Node answers a request without Host with an empty 400; the error-handling plugin answers instead.
+    requireHostHeader: false,
+    // Given at creation: Node checks these deadlines every connectionsCheckingInterval (30 s
+    // unless set), so a slow client would be cut up to that much late.
+    headersTimeout: Math.ceil(config.httpHeadersTimeoutMs),
+    requestTimeout: Math.ceil(config.httpRequestTimeoutMs),
+    connectionsCheckingInterval: 500,
+  }
+  const nextId = requestIds()
+  const app = Fastify({
+    logger,
+    serverFactory: serverWithLane(
+      {
+        server: options.https ? { ...options.https, ...nodeServer } : nodeServer,
+        https: options.https !== undefined,
+        keepAliveTimeoutMs: Math.ceil(config.httpKeepAliveTimeoutMs),
+        requestTimeoutMs: nodeServer.requestTimeout,
+      },
+      lane,
+    ),
+    // Read by Fastify only to name the listening address's scheme.
+    ...(options.https ? { https: options.https } : {}),
+    bodyLimit: 1024 * 1024,
+    // One access-log line per request comes from the request-log plugin instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: nextId,
+    ...(logger === false ? {} : { childLoggerFactory: lazyChildLogger }),
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    frameworkErrors,
+    clientErrorHandler(err, socket) {
+      answerClientError(err, socket)
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  const answerClientError = clientErrorHandler(nextId, app.log)
+  return app
+}
+
+/** The store handed in, or the one `config.dbPath` names (closed with the app); with its admin. */
+async function storeOf(
+  app: FastifyInstance,
+  options: BuildAppOptions,
+  clock: () => Date,
+): Promise<Store> {
+  const { config } = options
+  const admin = async (s: Store) => {
+    const generated = await bootstrapAdmin(s, clock, config.adminUser, config.adminPassword)
+    if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
+  }
+  if (options.store) {
+    await admin(options.store)
+    return options.store
+  }
+  const store = await openStore(
+    {
+      db: config.dbPath,
+      poolSize: config.dbPoolSize,
+      connectTimeoutMs: config.dbConnectTimeoutMs,
+      statementTimeoutMs: config.dbStatementTimeoutMs,
+    },
+    app.log,
+    admin,
+  )
+  app.addHook('onClose', () => store.close())
+  return store
 }

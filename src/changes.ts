@@ -1,4 +1,4 @@
-import type { StoreChange } from './store/types.js'
+import type { StoreChange } from './store/contract.js'
 
 /**
  * A committed change. Local changes carry the stored record (and the one it replaced); changes

@@ -63,4 +63,4 @@ export function applyPatch<T extends object>(
   return next as T // same keys as current, each replaced by a value of the patch body's schema
 }
 
-export type { ListPage, ListParams } from './store/list-query.js'
+export type { ListPage, ListParams } from './store/query/list-query.js'

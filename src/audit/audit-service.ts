@@ -1,13 +1,13 @@
 import { newId } from '../ids.js'
-import { AUDIT_LIST_SPEC } from '../store/audit-repository.js'
-import { type ListParams, parseListQuery } from '../store/list-query.js'
 import type {
   AuditAction,
   AuditEntityType,
   AuditEventRecord,
   Store,
   UnitOfWork,
-} from '../store/types.js'
+} from '../store/contract.js'
+import { type ListParams, parseListQuery } from '../store/query/list-query.js'
+import { AUDIT_LIST_SPEC } from '../store/sqlite/audit-repository.js'
 
 export type { AuditEventRecord }
 

@@ -1,5 +1,5 @@
 import { newId } from '../ids.js'
-import type { Store } from '../store/types.js'
+import type { Store } from '../store/contract.js'
 import { hashPassword, randomPassword } from './password.js'
 
 /**

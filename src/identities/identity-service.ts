@@ -6,9 +6,9 @@ import { newId } from '../ids.js'
 import { LookupCache } from '../lookup-cache.js'
 import type { AuthPolicyService } from '../policies/auth-policy-service.js'
 import { applyPatch, notFound } from '../resources.js'
-import { IDENTITY_LIST_SPEC } from '../store/identity-repository.js'
-import { type ListPage, type ListParams, parseListQuery } from '../store/list-query.js'
-import type { IdentityRecord, Store, UnitOfWork } from '../store/types.js'
+import type { IdentityRecord, Store, UnitOfWork } from '../store/contract.js'
+import { type ListPage, type ListParams, parseListQuery } from '../store/query/list-query.js'
+import { IDENTITY_LIST_SPEC } from '../store/sqlite/identity-repository.js'
 import { hashPassword } from './password.js'
 
 export type { IdentityRecord }

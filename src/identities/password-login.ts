@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js'
-import type { IdentityRecord } from '../store/types.js'
+import type { IdentityRecord } from '../store/contract.js'
 import { verifyPassword } from './password.js'
 
 /** What password login needs: the stored credentials and the policy rule. */

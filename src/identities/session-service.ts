@@ -2,7 +2,7 @@ import { hash as digest, timingSafeEqual } from 'node:crypto'
 import { type AuditContext, type AuditEventRecord, AuditService } from '../audit/audit-service.js'
 import { newId, newSecret } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
-import type { IdentityRecord, SessionRecord, Store } from '../store/types.js'
+import type { IdentityRecord, SessionRecord, Store } from '../store/contract.js'
 
 export type { SessionRecord }
 

@@ -1,4 +1,4 @@
-import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/types.js'
+import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/contract.js'
 import type { SignerKeys } from './signer-keys.js'
 import { VerifiedTokenCache } from './verified-cache.js'
 import {

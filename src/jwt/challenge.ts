@@ -1,4 +1,4 @@
-import type { SignerRecord } from '../store/signer-repository.js'
+import type { SignerRecord } from '../store/sqlite/signer-repository.js'
 import type { ChallengeError } from './verify.js'
 
 const DESCRIPTIONS: Record<ChallengeError, string> = {

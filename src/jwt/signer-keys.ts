@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto'
 import { parseSignerCertificate } from '../signers/certificate.js'
-import type { SignerRecord } from '../store/types.js'
+import type { SignerRecord } from '../store/contract.js'
 import type { JwksFetcher } from './jwks-fetch.js'
 import { fetchErrorText, JwksKeySet, type KeySetStatus } from './jwks-key-set.js'
 

@@ -1,5 +1,5 @@
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose'
-import type { SignerRecord } from '../store/types.js'
+import type { SignerRecord } from '../store/contract.js'
 import { verifyJwt } from './jws.js'
 import type { SignerEntry, SignerKeys } from './signer-keys.js'
 

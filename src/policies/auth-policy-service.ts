@@ -5,9 +5,9 @@ import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import { LookupCache } from '../lookup-cache.js'
 import { applyPatch, notFound } from '../resources.js'
-import { AUTH_POLICY_LIST_SPEC } from '../store/auth-policy-repository.js'
-import { type ListParams, parseListQuery } from '../store/list-query.js'
-import type { AuthPolicyRecord, IdentityRecord, Store, UnitOfWork } from '../store/types.js'
+import type { AuthPolicyRecord, IdentityRecord, Store, UnitOfWork } from '../store/contract.js'
+import { type ListParams, parseListQuery } from '../store/query/list-query.js'
+import { AUTH_POLICY_LIST_SPEC } from '../store/sqlite/auth-policy-repository.js'
 
 export type { AuthPolicyRecord }
 

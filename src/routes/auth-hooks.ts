@@ -1,4 +1,5 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
 import type { IdentityRecord } from '../identities/identity-service.js'
 import type { ResolvedSession, SessionService } from '../identities/session-service.js'
@@ -19,6 +20,14 @@ declare module 'fastify' {
     auth: RequestAuth | null
   }
 }
+
+/** `request.auth` on every request: null until a route's auth hook resolves the caller's session. */
+export const authentication = fp(
+  async (app) => {
+    app.decorateRequest('auth', null)
+  },
+  { name: 'authentication' },
+)
 
 /** What the auth hooks need: sessions, the JWT verifier and each identity's policy. */
 export interface AuthDeps {

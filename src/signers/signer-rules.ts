@@ -1,6 +1,6 @@
 import { fieldError } from '../errors.js'
 import { applyPatch, type PatchRules } from '../resources.js'
-import type { SignerRecord, TargetToken } from '../store/types.js'
+import type { SignerRecord, TargetToken } from '../store/contract.js'
 import { parseSignerCertificate, type SignerCertificate } from './certificate.js'
 
 /** The fields an operator writes; everything else is derived or assigned. */

@@ -4,9 +4,9 @@ import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import { notFound } from '../resources.js'
-import { type ListParams, parseListQuery } from '../store/list-query.js'
-import { CLIENT_SIGNER_LIST_SPEC, SIGNER_LIST_SPEC } from '../store/signer-repository.js'
-import type { SignerRecord, Store } from '../store/types.js'
+import type { SignerRecord, Store } from '../store/contract.js'
+import { type ListParams, parseListQuery } from '../store/query/list-query.js'
+import { CLIENT_SIGNER_LIST_SPEC, SIGNER_LIST_SPEC } from '../store/sqlite/signer-repository.js'
 import type { SignerCertificate } from './certificate.js'
 import {
   applySignerPatch,

@@ -1,4 +1,4 @@
-import type { Store, UnitOfWork } from './types.js'
+import type { Store, UnitOfWork } from './contract.js'
 
 interface Pending<T> {
   item: T

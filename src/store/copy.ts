@@ -1,5 +1,5 @@
-import type { ListQuery } from './list-query.js'
-import type { Store } from './types.js'
+import type { Store } from './contract.js'
+import type { ListQuery } from './query/list-query.js'
 
 /** Every row, in id order. */
 const EVERYTHING: ListQuery = {

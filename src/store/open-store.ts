@@ -1,7 +1,8 @@
 import { join } from 'node:path'
-import { migrationsDir, openDatabase, readMigrations } from './db.js'
-import { SqliteStore } from './sqlite/store.js'
-import type { Store } from './types.js'
+import type { Store } from './contract.js'
+import { migrationsDir, readMigrations } from './migrations.js'
+import { openDatabase } from './sqlite/connection.js'
+import { SqliteStore } from './sqlite/sqlite-store.js'
 
 export interface StoreSettings {
   /** A SQLite file, `:memory:`, or a `postgres://` / `postgresql://` URL. */
@@ -31,7 +32,7 @@ export async function openStore(
 ): Promise<Store> {
   if (isPostgresUrl(settings.db)) {
     // The driver is loaded only for PostgreSQL: the embedded default never needs it.
-    const { PgStore } = await import('./postgres/store.js')
+    const { PgStore } = await import('./postgres/postgres-store.js')
     return PgStore.open({
       settings: {
         url: settings.db,

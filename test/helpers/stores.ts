@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll } from 'vitest'
+import type { Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
-import type { Store } from '../../src/store/types.js'
 
 export type StoreKind = 'sqlite' | 'postgres'
 

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { AuditService } from '../../src/audit/audit-service.js'
 import type { Config } from '../../src/config.js'
-import type { Store } from '../../src/store/types.js'
+import type { Store } from '../../src/store/contract.js'
 import {
   ADMIN_PASSWORD,
   ADMIN_USER,

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { SignerRepository } from '../../src/store/signer-repository.js'
+import { SignerRepository } from '../../src/store/sqlite/signer-repository.js'
 import { buildTestApp, login } from '../helpers/app.js'
 import { openTestStore } from '../helpers/stores.js'
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { newId } from '../../src/ids.js'
 import { BatchWriter } from '../../src/store/batch-writer.js'
-import type { SessionRecord, Store } from '../../src/store/types.js'
+import type { SessionRecord, Store } from '../../src/store/contract.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
 function session(identityId: string, id = newId()): SessionRecord {

@@ -6,9 +6,10 @@ import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { hashToken } from '../../src/identities/session-service.js'
 import { newSecret } from '../../src/ids.js'
-import { migrate, migrationsDir, readMigrations } from '../../src/store/db.js'
+import { migrationsDir, readMigrations } from '../../src/store/migrations.js'
 import { migratePostgres } from '../../src/store/postgres/migrate.js'
-import { SessionRepository } from '../../src/store/session-repository.js'
+import { migrate } from '../../src/store/sqlite/migrate.js'
+import { SessionRepository } from '../../src/store/sqlite/session-repository.js'
 import { createTestDatabase, STORES } from '../helpers/stores.js'
 
 // The migration that made tokens name their session: sessions stored before it keep working.

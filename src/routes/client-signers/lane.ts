@@ -23,6 +23,9 @@ export type Lane = (req: IncomingMessage, res: ServerResponse) => boolean
  * way, byte for byte: a GET of the bare path, with a Host header, whose page is kept and known
  * current without asking the store, while reads are not logged. Everything else, a query string,
  * HEAD, a page not kept yet, PostgreSQL, debug logging, goes to the route.
+ *
+ * Speed path: it is what puts the client list at 0.8 of a bare Fastify route (`npm run bench`,
+ * goal 1; through the route alone the figure was about 0.69).
  */
 export function clientListLane(o: ClientListLaneOptions): Lane {
   return (req, res) => {

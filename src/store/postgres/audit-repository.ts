@@ -1,8 +1,13 @@
-import type { ListPage, ListQuery } from '../list-query.js'
-import type { AuditAction, AuditEntityType, AuditEventRecord, AuditRepository } from '../types.js'
+import type {
+  AuditAction,
+  AuditEntityType,
+  AuditEventRecord,
+  AuditRepository,
+} from '../contract.js'
+import type { ListPage, ListQuery } from '../query/list-query.js'
+import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
 import { PgListRunner } from './list-runner.js'
-import type { Queryable } from './pool.js'
 
 interface AuditRow {
   id: string

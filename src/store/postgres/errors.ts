@@ -1,5 +1,5 @@
 import { AppError } from '../../errors.js'
-import { unavailable } from './pool.js'
+import { unavailable } from './connection.js'
 
 /**
  * Turns a unique violation (SQLSTATE 23505) into a 400 naming the public field, and an unreachable

@@ -1,8 +1,8 @@
-import { compileCondition, SqlParams } from '../filter-sql.js'
-import type { ListPage, ListQuery } from '../list-query.js'
-import { postgresDialect } from '../sql-dialect.js'
+import { compileCondition, SqlParams } from '../query/filter-sql.js'
+import type { ListPage, ListQuery } from '../query/list-query.js'
+import { postgresDialect } from '../query/sql-dialect.js'
+import type { Queryable } from './connection.js'
 import { mapPgError } from './errors.js'
-import type { Queryable } from './pool.js'
 
 /**
  * Runs list queries against one relation. The condition and order come from `parseListQuery`,

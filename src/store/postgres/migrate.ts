@@ -1,15 +1,6 @@
 import type pg from 'pg'
+import type { Migration, MigrationLog } from '../migrations.js'
 import { mapPgError } from './errors.js'
-
-export interface Migration {
-  version: number
-  name: string
-  sql: string
-}
-
-export interface MigrationLog {
-  info(obj: object, msg: string): void
-}
 
 /** One key for every instance of the controller sharing a database. */
 const LOCK_KEY = 0x6374726c // "ctrl"

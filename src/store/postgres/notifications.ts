@@ -1,6 +1,6 @@
 import pg from 'pg'
-import type { FeedEvent, StoreChange } from '../types.js'
-import { clientConfig, type PgSettings } from './pool.js'
+import type { FeedEvent, StoreChange } from '../contract.js'
+import { clientConfig, type PgSettings } from './connection.js'
 
 export const CHANNEL = 'ctrl_changes'
 const PING_INTERVAL_MS = 1000

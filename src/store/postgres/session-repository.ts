@@ -1,6 +1,6 @@
-import type { SessionRecord, SessionRepository } from '../types.js'
+import type { SessionRecord, SessionRepository } from '../contract.js'
+import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
-import type { Queryable } from './pool.js'
 
 interface SessionRow {
   id: string

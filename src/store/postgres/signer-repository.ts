@@ -1,8 +1,8 @@
-import type { ListPage, ListQuery } from '../list-query.js'
-import type { ClientSignerRow, SignerRecord, SignerRepository, TargetToken } from '../types.js'
+import type { ClientSignerRow, SignerRecord, SignerRepository, TargetToken } from '../contract.js'
+import type { ListPage, ListQuery } from '../query/list-query.js'
+import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
 import { PgListRunner } from './list-runner.js'
-import type { Queryable } from './pool.js'
 
 interface SignerRow {
   id: string

@@ -1,9 +1,8 @@
-import type { Db } from './db.js'
-import type { ListPage, ListQuery, ListSpec } from './list-query.js'
+import type { AuthPolicyRecord } from '../contract.js'
+import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
+import type { Db } from './connection.js'
+import { mapUniqueViolation } from './errors.js'
 import { ListRunner } from './list-runner.js'
-import { mapUniqueViolation } from './sqlite-errors.js'
-
-import type { AuthPolicyRecord } from './types.js'
 
 export type { AuthPolicyRecord }
 

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
-import { migrate, openDatabase, readMigrations } from '../../src/store/db.js'
+import { readMigrations } from '../../../src/store/migrations.js'
+import { openDatabase } from '../../../src/store/sqlite/connection.js'
+import { migrate } from '../../../src/store/sqlite/migrate.js'
 
 const dirs: string[] = []
 const tempDir = () => {

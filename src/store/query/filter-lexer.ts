@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError } from '../../errors.js'
 
 /** A lexical token of the filter language, with its offset in the filter text. */
 export type Token =

@@ -1,7 +1,7 @@
-import type { Db } from './db.js'
-import type { ListPage, ListQuery, ListSpec } from './list-query.js'
+import type { AuditAction, AuditEntityType, AuditEventRecord } from '../contract.js'
+import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
+import type { Db } from './connection.js'
 import { ListRunner } from './list-runner.js'
-import type { AuditAction, AuditEntityType, AuditEventRecord } from './types.js'
 
 export type { AuditEventRecord }
 

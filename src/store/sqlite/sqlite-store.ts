@@ -1,11 +1,11 @@
-import { AuditRepository } from '../audit-repository.js'
-import { AuthPolicyRepository } from '../auth-policy-repository.js'
-import type { Db } from '../db.js'
-import { IdentityRepository } from '../identity-repository.js'
-import { SessionRepository } from '../session-repository.js'
-import { SignerRepository } from '../signer-repository.js'
-import type { FeedEvent, Repositories, Store, UnitOfWork } from '../types.js'
+import type { FeedEvent, Repositories, Store, UnitOfWork } from '../contract.js'
+import { AuditRepository } from './audit-repository.js'
+import { AuthPolicyRepository } from './auth-policy-repository.js'
+import type { Db } from './connection.js'
+import { IdentityRepository } from './identity-repository.js'
 import { Mutex, now } from './mutex.js'
+import { SessionRepository } from './session-repository.js'
+import { SignerRepository } from './signer-repository.js'
 
 /** The synchronous shape of an async repository interface, as better-sqlite3 implements it. */
 export type Sync<T> = {

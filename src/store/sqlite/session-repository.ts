@@ -1,6 +1,5 @@
-import type { Db } from './db.js'
-
-import type { SessionRecord } from './types.js'
+import type { SessionRecord } from '../contract.js'
+import type { Db } from './connection.js'
 
 export type { SessionRecord }
 

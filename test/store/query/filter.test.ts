@@ -1,10 +1,14 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AppError } from '../../src/errors.js'
-import type { FieldMap } from '../../src/store/filter.js'
-import { parseFilter } from '../../src/store/filter.js'
-import { compileCondition } from '../../src/store/filter-sql.js'
-import { postgresDialect, type SqlDialect, sqliteDialect } from '../../src/store/sql-dialect.js'
+import { AppError } from '../../../src/errors.js'
+import type { FieldMap } from '../../../src/store/query/filter.js'
+import { parseFilter } from '../../../src/store/query/filter.js'
+import { compileCondition } from '../../../src/store/query/filter-sql.js'
+import {
+  postgresDialect,
+  type SqlDialect,
+  sqliteDialect,
+} from '../../../src/store/query/sql-dialect.js'
 
 const FIELDS: FieldMap = {
   name: { column: 'name', type: 'string' },

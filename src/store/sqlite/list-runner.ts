@@ -1,8 +1,8 @@
 import type { Statement } from 'better-sqlite3'
-import type { Db } from './db.js'
-import { compileCondition, SqlParams } from './filter-sql.js'
-import type { ListPage, ListQuery } from './list-query.js'
-import { sqliteDialect } from './sql-dialect.js'
+import { compileCondition, SqlParams } from '../query/filter-sql.js'
+import type { ListPage, ListQuery } from '../query/list-query.js'
+import { sqliteDialect } from '../query/sql-dialect.js'
+import type { Db } from './connection.js'
 
 const MAX_CACHED_STATEMENTS = 200
 

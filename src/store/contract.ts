@@ -1,4 +1,4 @@
-import type { ListPage, ListQuery } from './list-query.js'
+import type { ListPage, ListQuery } from './query/list-query.js'
 
 export type TargetToken = 'ACCESS' | 'ID'
 

@@ -1,5 +1,5 @@
 import { SqliteError } from 'better-sqlite3'
-import { AppError } from '../errors.js'
+import { AppError } from '../../errors.js'
 
 /**
  * Turns a UNIQUE constraint failure into a 400 naming the public field; other errors pass through.

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError } from '../../errors.js'
 import { type Condition, type FieldMap, parseFilter, type SortKey } from './filter.js'
 
 export type { FieldMap, FieldSpec } from './filter.js'
