@@ -190,7 +190,13 @@ async function storeOf(
 ): Promise<Store> {
   const { config } = options
   const admin = async (s: Store) => {
-    const generated = await bootstrapAdmin(s, clock, config.adminUser, config.adminPassword)
+    const generated = await bootstrapAdmin(
+      s,
+      clock,
+      config.adminUser,
+      config.adminPassword,
+      app.log,
+    )
     if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
   }
   if (options.store) {

@@ -186,6 +186,18 @@ export class IdentityService {
     return this.update(id, change, ctx, bodyFields(patch))
   }
 
+  /**
+   * The identity about to change, read under the admin lock: every update and delete takes it
+   * before reading, so the count of enabled admins that follows sees every change committed
+   * before it (a read before the lock could write back a stale isAdmin or disabled).
+   */
+  private async lockedCurrent(tx: UnitOfWork, id: string): Promise<IdentityRecord> {
+    await tx.identities.lockAdmins()
+    const current = await tx.identities.get(id)
+    if (!current) throw notFound('identity', id)
+    return current
+  }
+
   /** `patched`: the PATCH body's keys; a PUT records the fields whose stored value changed. */
   private async update(
     id: string,
@@ -194,8 +206,7 @@ export class IdentityService {
     patched?: string[],
   ): Promise<IdentityRecord> {
     const [identity, event] = await this.store.transaction(async (tx) => {
-      const current = await tx.identities.get(id)
-      if (!current) throw notFound('identity', id)
+      const current = await this.lockedCurrent(tx, id)
       const fields = change(current)
       await this.checkPolicy(tx, fields)
       const wasActiveAdmin = current.isAdmin && !current.disabled
@@ -221,8 +232,7 @@ export class IdentityService {
 
   async delete(id: string, ctx?: AuditContext): Promise<void> {
     const [identity, event] = await this.store.transaction(async (tx) => {
-      const current = await tx.identities.get(id)
-      if (!current) throw notFound('identity', id)
+      const current = await this.lockedCurrent(tx, id)
       const enabledAdmins = await tx.identities.countEnabledAdmins()
       if (current.isAdmin && !current.disabled && enabledAdmins === 1) {
         throw lastAdmin('id', 'deleted')

@@ -166,7 +166,8 @@ export class ExternalJwtVerifier {
     let failure: JwtRejected | undefined
     for (const token of tokens) {
       try {
-        return this.allowPrimary(await this.match(token))
+        // Awaited here, so a policy refusal of this token moves on to the next one.
+        return await this.allowPrimary(await this.match(token))
       } catch (err) {
         if (!(err instanceof JwtRejected)) throw err
         if (!failure || (err.error === 'expired' && failure.error !== 'expired')) failure = err

@@ -142,6 +142,12 @@ export interface IdentityRepository {
   passwordHash(id: string): Promise<string | null>
   setPasswordHash(id: string, hash: string, updatedAt: string): Promise<boolean>
   countEnabledAdmins(): Promise<number>
+  /**
+   * Inside a unit of work: waits for, then holds until it ends, the one lock that every change
+   * which can reduce the set of enabled admins takes before it counts them (PostgreSQL; SQLite's
+   * units of work are serialised already).
+   */
+  lockAdmins(): Promise<void>
   hasAdmin(): Promise<boolean>
   list(query: ListQuery): Promise<ListPage<IdentityRecord>>
 }

@@ -50,6 +50,8 @@ function values(i: IdentityRecord): unknown[] {
 // Every column but the password hash, which only its own two methods read and write.
 const COLUMNS = `id, name, external_id, is_admin, is_default_admin, disabled, auth_policy_id, tags,
   created_at, updated_at`
+// The advisory lock key of changes to the set of enabled admins (any fixed number; "admn").
+const ADMIN_LOCK = 0x61646d6e
 const UNIQUE = { identities_name_key: 'name', identities_external_id_key: 'externalId' }
 
 /** Persistence of identities and their password hashes on PostgreSQL. */
@@ -148,6 +150,18 @@ export class PgIdentityRepository implements IdentityRepository {
 
   countEnabledAdmins(): Promise<number> {
     return this.count('SELECT count(*)::int AS n FROM identities WHERE is_admin AND NOT disabled')
+  }
+
+  /**
+   * A transaction-scoped advisory lock: READ COMMITTED lets two demotions each count the other
+   * admin as still enabled; serialised, the second counts after the first committed.
+   */
+  async lockAdmins(): Promise<void> {
+    try {
+      await this.db.query('SELECT pg_advisory_xact_lock($1)', [ADMIN_LOCK])
+    } catch (err) {
+      throw mapPgError(err)
+    }
   }
 
   async hasAdmin(): Promise<boolean> {

@@ -165,6 +165,9 @@ export class IdentityRepository {
     return (this.enabledAdminsStmt.get() as { n: number }).n // count(*) always yields a row
   }
 
+  /** Nothing to take: one unit of work runs at a time on SQLite. */
+  lockAdmins(): void {}
+
   hasAdmin(): boolean {
     return (this.anyAdminStmt.get() as { n: number }).n > 0 // count(*) always yields a row
   }
