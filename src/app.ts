@@ -22,6 +22,7 @@ import { ClientSignerPages } from './routes/client-signers/pages.js'
 import { clientErrorHandler, frameworkErrors } from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
 import { managementApi } from './routes/management-api.js'
+import { LoginLimiter } from './routes/rate-limit.js'
 import type { SessionRoutesOptions } from './routes/sessions/index.js'
 import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
@@ -101,11 +102,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const auth = metrics ? { ...services.auth, onSecondary: metrics.secondary } : services.auth
   const sessions: SessionRoutesOptions = {
     auth,
-    passwords: {
-      credentials: (name) => services.identities.credentials(name),
-      allowsPrimary: (identity, method) => services.policies.allowsPrimary(identity, method),
-    },
-    rateLimit: config.authRateLimit,
+    passwords: services.passwords,
+    // One limiter for the login routes of both prefixes.
+    limiter: new LoginLimiter(
+      { perAddress: config.authRateLimit, perIdentity: config.authIdentityRateLimit },
+      clock,
+    ),
     clock,
     onLogin: metrics?.login,
   }

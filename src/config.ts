@@ -23,8 +23,16 @@ export interface Config {
   jwksMaxAgeMs: number
   jwksAllowHttp: boolean
   jwksBlockPrivate: boolean
-  /** Requests per second per client address on the authenticate routes; 0 is off. */
+  /** Logins per second per client address (token bucket, shared by both APIs); 0 is off. */
   authRateLimit: number
+  /** Logins per second per identity or password user name; 0 is off. */
+  authIdentityRateLimit: number
+  /** Live API sessions one identity keeps at most; a login beyond ends its oldest. */
+  maxSessionsPerIdentity: number
+  /** Consecutive failed password logins of one user name before its backoff; 0 is off. */
+  loginLockoutAttempts: number
+  /** The longest backoff interval (it starts at 1 s and doubles). */
+  loginLockoutMaxMs: number
   /** Time a client has to send a request head, its whole request, and idle between requests. */
   httpHeadersTimeoutMs: number
   httpRequestTimeoutMs: number
@@ -63,7 +71,11 @@ export const DEFAULT_CONFIG: Config = {
   jwksMaxAgeMs: 10 * 60_000,
   jwksAllowHttp: true,
   jwksBlockPrivate: false,
-  authRateLimit: 0,
+  authRateLimit: 20,
+  authIdentityRateLimit: 5,
+  maxSessionsPerIdentity: 100,
+  loginLockoutAttempts: 10,
+  loginLockoutMaxMs: 15 * 60_000,
   httpHeadersTimeoutMs: 10_000,
   httpRequestTimeoutMs: 30_000,
   httpKeepAliveTimeoutMs: 5_000,
@@ -202,6 +214,28 @@ export function loadConfig(env: Env): Config {
     jwksAllowHttp: boolean(env, 'CTRL_JWKS_ALLOW_HTTP', DEFAULT_CONFIG.jwksAllowHttp),
     jwksBlockPrivate: boolean(env, 'CTRL_JWKS_BLOCK_PRIVATE', DEFAULT_CONFIG.jwksBlockPrivate),
     authRateLimit: integer(env, 'CTRL_AUTH_RATE_LIMIT', DEFAULT_CONFIG.authRateLimit, 0, 1_000_000),
+    authIdentityRateLimit: integer(
+      env,
+      'CTRL_AUTH_IDENTITY_RATE_LIMIT',
+      DEFAULT_CONFIG.authIdentityRateLimit,
+      0,
+      1_000_000,
+    ),
+    maxSessionsPerIdentity: integer(
+      env,
+      'CTRL_MAX_SESSIONS_PER_IDENTITY',
+      DEFAULT_CONFIG.maxSessionsPerIdentity,
+      1,
+      1_000_000,
+    ),
+    loginLockoutAttempts: integer(
+      env,
+      'CTRL_LOGIN_LOCKOUT_ATTEMPTS',
+      DEFAULT_CONFIG.loginLockoutAttempts,
+      0,
+      1_000_000,
+    ),
+    loginLockoutMaxMs: duration(env, 'CTRL_LOGIN_LOCKOUT_MAX', DEFAULT_CONFIG.loginLockoutMaxMs),
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     httpKeepAliveTimeoutMs: duration(

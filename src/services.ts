@@ -38,6 +38,12 @@ export async function createServices(o: ServiceOptions) {
     clock,
     audit: audit.audit,
     sessionTimeoutMs: config.sessionTimeoutMs,
+    maxSessionsPerIdentity: config.maxSessionsPerIdentity,
+    lockout: {
+      attempts: config.loginLockoutAttempts,
+      firstMs: 1000,
+      maxMs: config.loginLockoutMaxMs,
+    },
     log,
   })
   const signers = await buildSigners({
@@ -72,6 +78,7 @@ export async function createServices(o: ServiceOptions) {
     signers: signers.signers,
     policies,
     identities,
+    passwords: people.passwords,
     audit: audit.audit,
     verifier,
     keys: signers.keys,

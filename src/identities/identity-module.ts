@@ -4,6 +4,8 @@ import type { AuthPolicyService } from '../policies/auth-policy-service.js'
 import type { Store } from '../store/contract.js'
 import { everyInterval, type TimerLog } from '../timers.js'
 import { IdentityService } from './identity-service.js'
+import { type LockoutRules, LoginThrottle } from './login-throttle.js'
+import type { PasswordLoginDeps } from './password-login.js'
 import { SessionService } from './session-service.js'
 
 const SESSION_PURGE_INTERVAL_MS = 60_000
@@ -16,6 +18,9 @@ export function buildIdentities(o: {
   clock: () => Date
   audit: AuditService
   sessionTimeoutMs: number
+  maxSessionsPerIdentity?: number | undefined
+  /** The brute-force backoff of password logins. */
+  lockout?: LockoutRules | undefined
   log: TimerLog
 }) {
   const { store, changes, clock, audit } = o
@@ -25,18 +30,40 @@ export function buildIdentities(o: {
     identity: (id) => identities.find(id),
     clock,
     timeoutMs: o.sessionTimeoutMs,
+    maxPerIdentity: o.maxSessionsPerIdentity,
     audit,
     // One process owns a SQLite file, so its sessions can live in memory; instances sharing
     // PostgreSQL must read them from the database.
     keepSessions: store.kind === 'sqlite',
     onChange: () => changes.emit({ entity: 'session', op: 'upsert', id: '', remote: false }),
   })
+  const throttle = new LoginThrottle(store.repos.loginFailures, clock, o.lockout)
   // Expired sessions are refused when presented; this also clears the ones nobody presents again.
   const stop = everyInterval(
     SESSION_PURGE_INTERVAL_MS,
-    () => sessions.purgeExpired(),
+    async () => (await sessions.purgeExpired()) + (await throttle.purge()),
     o.log,
     'sessions',
   )
-  return { identities, sessions, close: stop }
+  const passwords: PasswordLoginDeps = {
+    credentials: (name) => identities.credentials(name),
+    allowsPrimary: (identity, method) => o.policies.allowsPrimary(identity, method),
+    throttle,
+    // Audited (and so logged at info) with the user name and why; never the password.
+    onFailure: async (username, identity, reason) => {
+      const event = audit.event(
+        { actor: { id: identity?.id ?? '', name: username }, requestId: null },
+        {
+          action: 'login-failed',
+          entityType: 'identities',
+          entityId: identity?.id ?? '',
+          method: 'password',
+          changedFields: [reason],
+        },
+      )
+      await store.repos.audit.insertMany([event])
+      audit.logged(event)
+    },
+  }
+  return { identities, sessions, passwords, close: stop }
 }

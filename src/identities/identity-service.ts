@@ -248,8 +248,17 @@ export class IdentityService {
     this.emit('delete', identity)
   }
 
-  /** Sets or replaces a password, checked against the identity's policy rules. */
-  async setPassword(id: string, password: string, ctx?: AuditContext): Promise<void> {
+  /**
+   * Sets or replaces a password, checked against the identity's policy rules. Every other session
+   * of the identity ends with the change (whoever knew the old password is logged out); the
+   * session `keepSessionId`, the caller's own, stays.
+   */
+  async setPassword(
+    id: string,
+    password: string,
+    ctx?: AuditContext,
+    keepSessionId?: string,
+  ): Promise<void> {
     const identity = await this.get(id)
     const policy = await this.policies.policyOf(identity)
     const min = policy?.updbMinPasswordLength ?? 12
@@ -272,6 +281,8 @@ export class IdentityService {
     const now = this.clock().toISOString()
     const event = await this.store.transaction(async (tx) => {
       if (!(await tx.identities.setPasswordHash(id, hash, now))) throw notFound('identity', id)
+      // Kept sessions are forgotten by the identity change emitted below.
+      await tx.sessions.deleteForIdentityExcept(id, keepSessionId ?? '')
       await tx.publish({ entity: 'identity', op: 'upsert', id })
       const changedFields = ['password']
       return this.audit.record(tx, ctx, { action: 'set-password', ...ENTITY(id), changedFields })

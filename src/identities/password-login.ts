@@ -1,26 +1,54 @@
 import { AppError } from '../errors.js'
 import type { IdentityRecord } from '../store/contract.js'
+import type { LoginThrottle } from './login-throttle.js'
 import { verifyPassword } from './password.js'
+
+/** Why a password login failed, as the audit trail records it (the client sees one 401). */
+export type PasswordFailure = 'unknown-user' | 'wrong-password' | 'disabled' | 'policy'
 
 /** What password login needs: the stored credentials and the policy rule. */
 export interface PasswordLoginDeps {
   credentials(name: string): Promise<{ identity: IdentityRecord | undefined; hash: string | null }>
   allowsPrimary(identity: IdentityRecord, method: 'updb'): Promise<boolean>
+  /** The per-user-name backoff after repeated failures (absent: none). */
+  throttle?: LoginThrottle | undefined
+  /** Told of each failure (the audit trail), never of the password. */
+  onFailure?:
+    | ((
+        username: string,
+        identity: IdentityRecord | undefined,
+        reason: PasswordFailure,
+      ) => Promise<void>)
+    | undefined
 }
 
 /**
  * Checks a username and password. Every failure (unknown name, wrong password, disabled identity,
- * policy refusing password login) is the same 401, and costs the same scrypt work.
+ * policy refusing password login) is the same 401, and costs the same scrypt work; a name in its
+ * backoff is refused with 429 before any hashing.
  */
 export async function checkPassword(
   deps: PasswordLoginDeps,
   username: string,
   password: string,
 ): Promise<IdentityRecord> {
+  await deps.throttle?.check(username)
   const { identity, hash } = await deps.credentials(username)
   const ok = await verifyPassword(password, hash)
-  if (!ok || !identity || identity.disabled || !(await deps.allowsPrimary(identity, 'updb'))) {
+  const reason: PasswordFailure | undefined = !identity
+    ? 'unknown-user'
+    : !ok
+      ? 'wrong-password'
+      : identity.disabled
+        ? 'disabled'
+        : !(await deps.allowsPrimary(identity, 'updb'))
+          ? 'policy'
+          : undefined
+  if (reason !== undefined || !identity) {
+    await deps.throttle?.failed(username)
+    await deps.onFailure?.(username, identity, reason ?? 'unknown-user')
     throw new AppError('INVALID_AUTH')
   }
+  await deps.throttle?.succeeded(username)
   return identity
 }

@@ -3,12 +3,35 @@ import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:c
 const PARAMS = { N: 16384, r: 8, p: 1 } as const
 const KEY_LENGTH = 32
 
+// scrypt runs on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise), which
+// JWT signature checks share: at most this many hashes run at once, so a flood of passwords
+// leaves threads for JWT logins; the others wait their turn here.
+const MAX_CONCURRENT_HASHES = 2
+let running = 0
+const waiting: (() => void)[] = []
+
+async function withHashSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((r) => waiting.push(r))
+  else running++
+  try {
+    return await work()
+  } finally {
+    const next = waiting.shift()
+    if (next)
+      next() // the slot passes straight to the next waiter
+    else running--
+  }
+}
+
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: 64 * 1024 * 1024 }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    )
-  })
+  return withHashSlot(
+    () =>
+      new Promise((resolve, reject) => {
+        scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: 64 * 1024 * 1024 }, (err, key) =>
+          err ? reject(err) : resolve(key),
+        )
+      }),
+  )
 }
 
 /** Hashes a password with scrypt and a fresh 16-byte salt: `scrypt$N$r$p$salt$hash` (base64url). */

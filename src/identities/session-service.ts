@@ -25,6 +25,8 @@ export interface SessionServiceOptions {
    * another instance could end a session without this one hearing of it in time.
    */
   keepSessions?: boolean
+  /** Live sessions an identity keeps at most; a login beyond ends its oldest (default: no cap). */
+  maxPerIdentity?: number | undefined
   /** Told, once committed, that a session was opened or ended (pages showing hasApiSession). */
   onChange?: (() => void) | undefined
 }
@@ -67,9 +69,16 @@ export class SessionService {
     this.audit = options.audit ?? AuditService.unlogged(options.store, options.clock)
     this.kept = options.keepSessions ? new Map() : undefined
     // A login's audit event commits with its session.
+    // A login's audit event commits with its session; so does the end of the sessions it pushes
+    // past the cap (one statement per identity of the batch).
+    const max = options.maxPerIdentity
     this.writer = new BatchWriter(options.store, async (tx, batch) => {
       await tx.sessions.insertMany(batch.map((b) => b.session))
       await tx.audit.insertMany(batch.map((b) => b.event))
+      if (max === undefined) return
+      for (const identityId of new Set(batch.map((b) => b.session.identityId))) {
+        for (const ended of await tx.sessions.trimForIdentity(identityId, max)) this.forget(ended)
+      }
     })
   }
 

@@ -88,6 +88,7 @@ export type AuditAction =
   | 'delete'
   | 'set-password'
   | 'login'
+  | 'login-failed'
   | 'logout'
 
 /** The kinds of entity audit events name (the edge API's entity names). */
@@ -176,6 +177,13 @@ export interface SessionRepository {
   deleteForIdentity(identityId: string): Promise<number>
   deleteExpired(before: string): Promise<number>
   countForIdentity(identityId: string): Promise<number>
+  /**
+   * Ends an identity's sessions beyond its `keep` newest (by creation); resolves with the ids
+   * ended.
+   */
+  trimForIdentity(identityId: string, keep: number): Promise<string[]>
+  /** Ends every session of an identity but one (a password change keeps the caller's own). */
+  deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]>
   /** Which of these identities have at least one session (one query for a page of them). */
   identitiesWithSessions(identityIds: string[]): Promise<string[]>
   count(): Promise<number>
@@ -191,12 +199,33 @@ export interface AuditRepository {
   deleteBefore(before: string): Promise<number>
 }
 
+/** Consecutive failed password logins of one user name, and until when it is refused. */
+export interface LoginFailureRecord {
+  failures: number
+  lockedUntil: string | null
+}
+
+/**
+ * The brute-force counter, by user name. PostgreSQL keeps it in a table, shared by every instance;
+ * SQLite in memory (one process owns the file; a restart forgets the counts).
+ */
+export interface LoginFailureRepository {
+  get(name: string): Promise<LoginFailureRecord | undefined>
+  /** Counts one more failure at `at`; resolves with the count now held. */
+  addFailure(name: string, at: string): Promise<number>
+  lockUntil(name: string, until: string): Promise<void>
+  clear(name: string): Promise<void>
+  /** Forgets counts last changed before `before` whose lock (if any) has ended; resolves with how many. */
+  deleteBefore(before: string): Promise<number>
+}
+
 export interface Repositories {
   signers: SignerRepository
   identities: IdentityRepository
   policies: AuthPolicyRepository
   sessions: SessionRepository
   audit: AuditRepository
+  loginFailures: LoginFailureRepository
 }
 
 /** A change to a stored entity, as other instances learn of it. */

@@ -249,7 +249,7 @@ forEachStore((kind) => {
       ])
     })
 
-    it('stores no failed login', async () => {
+    it('stores a failed password login with the user name and reason, never the password; no failed JWT login', async () => {
       const s = await setup()
       const before = (await s.events()).length
       expect((await passwordLogin(s.app, ADMIN_USER, 'wrong-password-123')).statusCode).toBe(401)
@@ -260,7 +260,18 @@ forEachStore((kind) => {
         headers: { authorization: 'Bearer not.a.jwt' },
       })
       expect(bad.statusCode).toBe(401)
-      expect(await s.events()).toHaveLength(before)
+      const events = await s.events()
+      expect(events).toHaveLength(before + 2)
+      const failed = events.filter((e) => e.action === 'login-failed')
+      expect(failed.map((e) => (e.actor as { name: string }).name).sort()).toEqual([
+        ADMIN_USER,
+        'nobody',
+      ])
+      const text = JSON.stringify(failed)
+      expect(text).toContain('wrong-password')
+      expect(text).toContain('unknown-user')
+      expect(text).not.toContain('wrong-password-123')
+      expect(text).not.toContain(ADMIN_PASSWORD)
     })
 
     it('stores nothing for a change that fails', async () => {

@@ -2,8 +2,8 @@ import { type Static, Type } from '@sinclair/typebox'
 import { ListMetaSchema, Nullable, TimestampSchema } from '../common-schemas.js'
 
 const Action = Type.Union(
-  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'logout'].map((a) =>
-    Type.Literal(a),
+  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'login-failed', 'logout'].map(
+    (a) => Type.Literal(a),
   ),
 )
 

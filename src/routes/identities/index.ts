@@ -101,7 +101,13 @@ export const identityPasswordRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => {
-      await identities.setPassword(request.params.id, request.body.password, auditContext(request))
+      const own = request.auth?.session.id // the caller's session survives its password change
+      await identities.setPassword(
+        request.params.id,
+        request.body.password,
+        auditContext(request),
+        own,
+      )
       return { data: {}, meta: {} }
     },
   )

@@ -16,7 +16,7 @@ import {
   secondaryChallenge,
 } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses } from '../common-schemas.js'
-import { rateLimit } from '../rate-limit.js'
+import type { LoginLimiter } from '../rate-limit.js'
 import {
   AuthenticateBodySchema,
   AuthenticateQuerySchema,
@@ -29,8 +29,10 @@ import {
 export interface SessionRoutesOptions {
   auth: AuthDeps
   passwords: PasswordLoginDeps
-  /** Requests per second per client address on /authenticate; 0 is off. */
-  rateLimit: number
+  /**
+   * The login rate limits, one object shared by the routes of both API prefixes (absent: none).
+   */
+  limiter?: LoginLimiter | undefined
   clock: () => Date
   /** Told the outcome of every password or ext-jwt login attempt (metrics). */
   onLogin?: ((event: LoginEvent) => void) | undefined
@@ -82,7 +84,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
   const { auth, passwords } = opts
   const { sessions, verifier } = auth
   const tags = ['Authentication']
-  const limiter = opts.rateLimit > 0 ? rateLimit(opts.rateLimit, opts.clock) : undefined
+  const { limiter } = opts
   const { onLogin } = opts
   // Why a JWT was refused, for the login count: the 401 the client gets no longer says.
   const refusals = new WeakMap<FastifyRequest, RefusalKind>()
@@ -115,6 +117,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     const { username, password } = body
     if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
     if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
+    limiter?.identity(`name:${username}`) // before any hashing
     return {
       identity: await checkPassword(passwords, username, password),
       authenticatorId: 'updb',
@@ -124,7 +127,9 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
   app.post(
     '/authenticate',
     {
-      ...(limiter ? { onRequest: limiter } : {}),
+      ...(limiter
+        ? { onRequest: async (request: FastifyRequest) => limiter.address(request.ip) }
+        : {}),
       // Every refusal passes here, those before the handler (rate limit, validation) included.
       ...(onLogin
         ? {
@@ -154,10 +159,10 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       }
       const { identity, authenticatorId } =
         method === 'ext-jwt'
-          ? await primaryJwt(request).then((a) => ({
-              identity: a.identity,
-              authenticatorId: `extJwtId:${a.signer.id}`,
-            }))
+          ? await primaryJwt(request).then((a) => {
+              limiter?.identity(`id:${a.identity.id}`)
+              return { identity: a.identity, authenticatorId: `extJwtId:${a.signer.id}` }
+            })
           : await passwordLogin(request.body)
       const secondary = await evaluateSecondary(auth, request, identity)
       const { session, token } = await sessions.open(

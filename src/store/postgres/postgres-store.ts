@@ -7,6 +7,7 @@ import { PgAuthPolicyRepository } from './auth-policy-repository.js'
 import { createPool, type PgSettings, type Queryable, waitForServer } from './connection.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
+import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
 import { PgSessionRepository } from './session-repository.js'
@@ -19,6 +20,7 @@ function repositories(db: Queryable): Repositories {
     policies: new PgAuthPolicyRepository(db),
     sessions: new PgSessionRepository(db),
     audit: new PgAuditRepository(db),
+    loginFailures: new PgLoginFailureRepository(db),
   }
 }
 

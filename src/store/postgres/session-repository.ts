@@ -108,6 +108,21 @@ export class PgSessionRepository implements SessionRepository {
     return ((await this.run(sql, [identityId])).rows[0] as { n: number }).n // count(*) yields a row
   }
 
+  async trimForIdentity(identityId: string, keep: number): Promise<string[]> {
+    const sql = `DELETE FROM api_sessions WHERE id IN (
+        SELECT id FROM api_sessions WHERE identity_id = $1
+        ORDER BY created_at DESC, id DESC OFFSET $2)
+      RETURNING id`
+    const res = await this.run(sql, [identityId, keep], 'sessions-trim')
+    return (res.rows as { id: string }[]).map((r) => r.id) // RETURNING id
+  }
+
+  async deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]> {
+    const sql = 'DELETE FROM api_sessions WHERE identity_id = $1 AND id <> $2 RETURNING id'
+    const res = await this.run(sql, [identityId, keepId])
+    return (res.rows as { id: string }[]).map((r) => r.id) // RETURNING id
+  }
+
   async all(): Promise<SessionRecord[]> {
     return ((await this.run('SELECT * FROM api_sessions', [])).rows as SessionRow[]).map(toRecord) // api_sessions columns
   }

@@ -44,6 +44,8 @@ export class SessionRepository {
   private readonly countStmt
   private readonly withSessionsStmt
   private readonly allStmt
+  private readonly trimStmt
+  private readonly exceptStmt
 
   constructor(db: Db) {
     this.withSessionsStmt = db.prepare<[string], { identity_id: string }>(
@@ -69,10 +71,27 @@ export class SessionRepository {
     )
     this.deleteExpiredStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE expires_at < ?')
     this.allStmt = db.prepare<[], SessionRow>('SELECT * FROM api_sessions')
+    this.trimStmt = db.prepare<[string, number], { id: string }>(
+      `DELETE FROM api_sessions WHERE id IN (
+         SELECT id FROM api_sessions WHERE identity_id = ?
+         ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)
+       RETURNING id`,
+    )
+    this.exceptStmt = db.prepare<[string, string], { id: string }>(
+      'DELETE FROM api_sessions WHERE identity_id = ? AND id <> ? RETURNING id',
+    )
     this.countStmt = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM api_sessions')
     this.countForIdentityStmt = db.prepare<[string], { n: number }>(
       'SELECT count(*) AS n FROM api_sessions WHERE identity_id = ?',
     )
+  }
+
+  trimForIdentity(identityId: string, keep: number): string[] {
+    return this.trimStmt.all(identityId, keep).map((r) => r.id)
+  }
+
+  deleteForIdentityExcept(identityId: string, keepId: string): string[] {
+    return this.exceptStmt.all(identityId, keepId).map((r) => r.id)
   }
 
   /** Call inside a transaction: the sessions of one group commit. */

@@ -1,0 +1,68 @@
+import { AppError } from '../errors.js'
+import type { LoginFailureRepository } from '../store/contract.js'
+
+/** The backoff after consecutive failed password logins of one user name. */
+export interface LockoutRules {
+  /** Failures before the backoff starts; 0 turns it off. */
+  attempts: number
+  /** The first refusal interval; it doubles with each further failure. */
+  firstMs: number
+  /** The longest interval. */
+  maxMs: number
+}
+
+export const DEFAULT_LOCKOUT: LockoutRules = { attempts: 10, firstMs: 1000, maxMs: 15 * 60_000 }
+
+/**
+ * Counts failed password logins by user name, whatever the client address: from the
+ * `attempts`-th consecutive failure on, the name's logins are refused with 429 for an interval
+ * that starts at `firstMs` and doubles with each failure after (at most `maxMs`); a success resets
+ * the count. The count lives in the store, so on PostgreSQL every instance shares it.
+ */
+export class LoginThrottle {
+  constructor(
+    private readonly repo: LoginFailureRepository,
+    private readonly clock: () => Date,
+    private readonly rules: LockoutRules = DEFAULT_LOCKOUT,
+  ) {}
+
+  get enabled(): boolean {
+    return this.rules.attempts > 0
+  }
+
+  /** Throws RATE_LIMITED while the name is in its backoff (before any hashing). */
+  async check(name: string): Promise<void> {
+    if (!this.enabled) return
+    const record = await this.repo.get(name)
+    if (!record?.lockedUntil) return
+    const waitMs = Date.parse(record.lockedUntil) - this.clock().getTime()
+    if (waitMs > 0) {
+      const seconds = String(Math.ceil(waitMs / 1000))
+      throw new AppError('RATE_LIMITED', { headers: { 'retry-after': seconds } })
+    }
+  }
+
+  /**
+   * Counts a failure; `rules` (an auth policy's maxAttempts and lockout) replace the defaults for
+   * this name where given.
+   */
+  async failed(name: string, rules?: Partial<LockoutRules>): Promise<void> {
+    const { attempts, firstMs, maxMs } = { ...this.rules, ...rules }
+    if (attempts <= 0) return
+    const now = this.clock()
+    const failures = await this.repo.addFailure(name, now.toISOString())
+    if (failures < attempts) return
+    const ms = Math.min(maxMs, firstMs * 2 ** Math.min(failures - attempts, 30))
+    await this.repo.lockUntil(name, new Date(now.getTime() + ms).toISOString())
+  }
+
+  /** A success: the name starts again with a clean count. */
+  async succeeded(name: string): Promise<void> {
+    if (this.enabled) await this.repo.clear(name)
+  }
+
+  /** Forgets counts untouched for a day (their names' backoff, at most 15 minutes, is over). */
+  purge(): Promise<number> {
+    return this.repo.deleteBefore(new Date(this.clock().getTime() - 86_400_000).toISOString())
+  }
+}
