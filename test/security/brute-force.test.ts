@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import { forEachStore, loopbackOnlyResolver, testClock, testConfig } from '../helpers/app.js'
+import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
+import { C, loginFixture, M } from './fixture.js'
+
+const RIGHT = 'alice-password-1'
+const WRONG = 'not-the-password'
+
+forEachStore((kind) => {
+  describe('brute force: per-user-name backoff whatever the address', () => {
+    it('after 10 failures answers 429 for 1 s, then 2 s; a success resets the count', async () => {
+      const s = await loginFixture(kind)
+      // Ten wrong passwords, each from another address.
+      for (let i = 0; i < 10; i++) {
+        expect((await s.passwordLogin('alice', WRONG, `203.0.113.${i}`)).statusCode).toBe(401)
+      }
+      // Even the right password is refused now, before any hashing, from any address.
+      const locked = await s.passwordLogin('alice', RIGHT, '203.0.113.99')
+      expect(locked.statusCode).toBe(429)
+      expect(locked.json().error.code).toBe('RATE_LIMITED')
+      expect(locked.headers['retry-after']).toBe('1')
+      // Another user name is not affected.
+      expect((await s.passwordLogin('admin', WRONG)).statusCode).toBe(401)
+      s.clock.advance(1000)
+      expect((await s.passwordLogin('alice', WRONG)).statusCode).toBe(401)
+      const doubled = await s.passwordLogin('alice', RIGHT)
+      expect(doubled.statusCode).toBe(429)
+      expect(doubled.headers['retry-after']).toBe('2')
+      s.clock.advance(2000)
+      expect((await s.passwordLogin('alice', RIGHT)).statusCode).toBe(200)
+      // Reset: one more failure is a plain 401 again.
+      expect((await s.passwordLogin('alice', WRONG)).statusCode).toBe(401)
+      expect((await s.passwordLogin('alice', RIGHT)).statusCode).toBe(200)
+    })
+
+    it('counts unknown user names too, so they cannot be told apart', async () => {
+      const s = await loginFixture(kind, { loginLockoutAttempts: 3 })
+      for (let i = 0; i < 3; i++) {
+        expect((await s.passwordLogin('nobody', WRONG)).statusCode).toBe(401)
+      }
+      expect((await s.passwordLogin('nobody', WRONG)).statusCode).toBe(429)
+    })
+
+    it('tries every bearer token in order: a policy refusal of the first does not end the login', async () => {
+      const s = await loginFixture(kind)
+      const policy = await s.admin('POST', `${M}/auth-policies`, {
+        name: 'password only',
+        primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: false } },
+        secondary: { requireTotp: false, requireExtJwtSigner: null },
+      })
+      const bob = await s.admin('POST', `${M}/identities`, {
+        name: 'bob',
+        authPolicyId: policy.json().data.id,
+      })
+      const bobId = bob.json().data.id as string
+      const res = await s.jwtLogin([await s.jwt(bobId), await s.jwt(s.alice)])
+      expect(res.statusCode).toBe(200)
+      expect(res.json().data.identityId).toBe(s.alice)
+    })
+
+    it("a password change ends the identity's other sessions, not the caller's own", async () => {
+      const s = await loginFixture(kind)
+      const one = (await s.passwordLogin('alice', RIGHT)).headers['zt-session'] as string
+      const two = (await s.jwtLogin([await s.jwt(s.alice)])).headers['zt-session'] as string
+      const admin = (await s.passwordLogin('admin', 'admin-password-123')).headers[
+        'zt-session'
+      ] as string
+      const set = await s.app.inject({
+        method: 'PUT',
+        url: `${M}/identities/${s.alice}/password`,
+        headers: { 'zt-session': admin },
+        payload: { password: 'alice-password-2' },
+      })
+      expect(set.statusCode).toBe(200)
+      const works = async (token: string) =>
+        (
+          await s.app.inject({
+            method: 'GET',
+            url: `${C}/current-api-session`,
+            headers: { 'zt-session': token },
+          })
+        ).statusCode
+      expect(await works(one)).toBe(401)
+      expect(await works(two)).toBe(401)
+      expect(await works(admin)).toBe(200)
+      // An admin changing their own password keeps the session that made the change.
+      const adminId = (
+        await s.app.inject({
+          method: 'GET',
+          url: `${C}/current-api-session`,
+          headers: { 'zt-session': admin },
+        })
+      ).json().data.identityId as string
+      const other = (await s.passwordLogin('admin', 'admin-password-123')).headers[
+        'zt-session'
+      ] as string
+      const own = await s.app.inject({
+        method: 'PUT',
+        url: `${M}/identities/${adminId}/password`,
+        headers: { 'zt-session': admin },
+        payload: { password: 'admin-password-456' },
+      })
+      expect(own.statusCode).toBe(200)
+      expect(await works(admin)).toBe(200)
+      expect(await works(other)).toBe(401)
+    })
+  })
+})
+
+describe.skipIf(!PG_URL)('brute force on a PostgreSQL cluster', () => {
+  it('shares the failure count between instances', async () => {
+    const dbPath = await freshPostgresUrl()
+    const clock = testClock()
+    const config = testConfig({ dbPath, dbPoolSize: 2, loginLockoutAttempts: 4 })
+    const start = () => buildApp({ config, clock, logger: false, resolver: loopbackOnlyResolver })
+    const a = await start()
+    const b = await start()
+    try {
+      const attempt = (app: typeof a, password: string) =>
+        app.inject({
+          method: 'POST',
+          url: `${M}/authenticate?method=password`,
+          payload: { username: 'admin', password },
+        })
+      // Two failures on each instance: the fourth locks the name on both.
+      for (const app of [a, b, a, b]) expect((await attempt(app, WRONG)).statusCode).toBe(401)
+      expect((await attempt(a, 'admin-password-123')).statusCode).toBe(429)
+      expect((await attempt(b, 'admin-password-123')).statusCode).toBe(429)
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+})
