@@ -9,6 +9,7 @@ import { benchLists100k } from './lists-100k.js'
 import { benchLogin, distinctLogins, LOGIN_TOKENS, loginFixture, warmLogins } from './login.js'
 import { benchMemory } from './memory.js'
 import { benchMetrics } from './metrics.js'
+import { benchPasswordFlood } from './password-flood.js'
 import { freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
 
@@ -100,6 +101,11 @@ async function main(): Promise<void> {
     '2. RS256 login, distinct tokens / sequential jwtVerify',
     await benchLogin(sqlite, fixture),
     0.6,
+  )
+  goal(
+    'JWT logins during a password flood / without (issue 29)',
+    await benchPasswordFlood(sqlite, fixture),
+    0.5,
   )
   goal(
     '4. secondary factor / same route without',
