@@ -168,6 +168,9 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
     // Read by Fastify only to name the listening address's scheme.
     ...(options.https ? { https: options.https } : {}),
     bodyLimit: 1024 * 1024,
+    // OpenZiti's console reads `<list>/<id>//`: a trailing slash and repeated slashes reach the
+    // same route, with no redirect, as on OpenZiti's controller.
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     // One access-log line per request comes from the request-log plugin instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,

@@ -111,3 +111,16 @@ export function tooDeepField(body: unknown, max = MAX_BODY_DEPTH): string | unde
   }
   return undefined
 }
+
+/**
+ * Drops `"id": ""` from a create body: OpenZiti's clients (its admin console) send it on every
+ * create, and OpenZiti ignores it. Any other `id`, like every other read-only field, stays in the
+ * body for the schema to refuse.
+ */
+export function dropEmptyId(body: unknown): void {
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    // A JSON object parsed from the request: its own keys are plain data.
+    const fields = body as Record<string, unknown>
+    if (fields.id === '') delete fields.id
+  }
+}

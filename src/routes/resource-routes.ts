@@ -7,6 +7,7 @@ import type { ListPage, ListParams } from '../resources.js'
 import { auditContext } from './audit-events/context.js'
 import {
   CreateEnvelopeSchema,
+  dropEmptyId,
   EmptyEnvelopeSchema,
   errorResponses,
   IdParamsSchema,
@@ -84,6 +85,7 @@ export function resourceRoutes<
           body: o.body,
           response: { 201: CreateEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
+        preValidation: async (request) => dropEmptyId(request.body),
       },
       async (request, reply) => {
         const body = request.body as Static<B> // validated against o.body
