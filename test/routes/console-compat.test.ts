@@ -82,7 +82,8 @@ forEachStore(() => {
       const pid = created.json().data.id as string
       const back = (await call('GET', `${POLICIES}/${pid}//`)).json().data
       expect(back.primary.extJwt.allowedSigners).toEqual([ids[0]])
-      const { id: _id, ...edit } = { ...policy, name: 'renamed' }
+      // The console's edit sends its whole form model back, the policy's own id included.
+      const edit = { ...policy, id: pid, name: 'renamed' }
       expect((await call('PUT', `${POLICIES}/${pid}//`, edit)).statusCode).toBe(200)
       expect((await call('GET', `${POLICIES}/${pid}/`)).json().data.name).toBe('renamed')
       // An identity under that policy, created with an empty id and role attributes.
@@ -105,7 +106,7 @@ forEachStore(() => {
       expect((await call('DELETE', `${POLICIES}/${pid}//`)).statusCode).toBe(200)
     })
 
-    it('refuses a non-empty id and other read-only fields in create bodies', async () => {
+    it('refuses a non-empty id and other read-only fields in create bodies, and another id on update', async () => {
       const { call } = await console_()
       for (const body of [
         signerForm('a', { id: 'chosen' }),
@@ -122,6 +123,19 @@ forEachStore(() => {
       const id = (await call('POST', IDENTITIES, { id: '', name: 'carol' })).json().data.id
       const put = await call('PUT', `${IDENTITIES}/${id}`, { id: '', name: 'carol' })
       expect(put.json().error.code).toBe('COULD_NOT_VALIDATE')
+      // An update may repeat the path's own id (the console's policy edit does); another id is refused.
+      expect((await call('PUT', `${IDENTITIES}/${id}`, { id, name: 'carol' })).statusCode).toBe(200)
+      expect((await call('PATCH', `${IDENTITIES}/${id}`, { id, isAdmin: false })).statusCode).toBe(
+        200,
+      )
+      for (const method of ['PUT', 'PATCH']) {
+        const other = await call(method, `${IDENTITIES}/${id}`, {
+          id: 'someone-else',
+          name: 'carol',
+        })
+        expect(other.statusCode).toBe(400)
+        expect(other.json().error.code).toBe('COULD_NOT_VALIDATE')
+      }
     })
 
     it('reads limit and offset as OpenZiti does on every list', async () => {
