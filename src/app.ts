@@ -9,6 +9,8 @@ import { loggerOptions, redaction } from './logger.js'
 import { httpMetrics } from './metrics/http.js'
 import type { Metrics } from './metrics.js'
 import { serverWithLane } from './node-server.js'
+import { consolePages } from './plugins/console.js'
+import { corsPolicy } from './plugins/cors.js'
 import { errorHandling } from './plugins/error-handling.js'
 import { jsonBody } from './plugins/json-body.js'
 import { openapi } from './plugins/openapi.js'
@@ -76,11 +78,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Cross-cutting parts, for every route registered after them.
   await app.register(errorHandling)
+  if (config.corsOrigins.length > 0) await app.register(corsPolicy, { origins: config.corsOrigins })
   await app.register(jsonBody)
   await app.register(requestLog)
   if (metrics) await app.register(httpMetrics, { metrics })
   await app.register(authentication)
   await app.register(openapi)
+  // Before the store opens: a console folder that cannot serve stops the start first.
+  if (config.consoleDir) await app.register(consolePages, { dir: config.consoleDir })
 
   const store = await storeOf(app, options, clock)
   const services = await createServices({
@@ -125,6 +130,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   lane = clientListLane({
     path: `${CLIENT_PREFIX}/external-jwt-signers`,
     pages,
+    cors: config.corsOrigins.length > 0,
     // Successful reads are logged at debug by the request log; without a logger, never.
     logsReads: options.logger === false ? () => false : () => writes(app.log, 'debug'),
     count: metrics
@@ -170,6 +176,9 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
     // Read by Fastify only to name the listening address's scheme.
     ...(options.https ? { https: options.https } : {}),
     bodyLimit: 1024 * 1024,
+    // OpenZiti's console reads `<list>/<id>//`: a trailing slash and repeated slashes reach the
+    // same route, with no redirect, as on OpenZiti's controller.
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     // One access-log line per request comes from the request-log plugin instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,

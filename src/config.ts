@@ -42,6 +42,10 @@ export interface Config {
   /** The Prometheus metrics listener: off when the port is undefined; 0 picks a free port. */
   metricsPort: number | undefined
   metricsHost: string
+  /** A folder holding OpenZiti's admin console build, served at `/zac/`; unset: not served. */
+  consoleDir: string | undefined
+  /** Exact origins (`https://host:port`) whose browsers may call the APIs; empty: no CORS. */
+  corsOrigins: string[]
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -82,6 +86,8 @@ export const DEFAULT_CONFIG: Config = {
   auditRetentionMs: 720 * 3_600_000,
   metricsPort: undefined,
   metricsHost: '127.0.0.1',
+  consoleDir: undefined,
+  corsOrigins: [],
 }
 
 type Env = Record<string, string | undefined>
@@ -124,6 +130,38 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (['true', '1', 'yes', 'on'].includes(v)) return true
   if (['false', '0', 'no', 'off'].includes(v)) return false
   throw new ConfigError(`${name}: must be true or false, got "${raw}"`)
+}
+
+/**
+ * `CTRL_CORS_ORIGINS`: comma-separated exact origins. `*` is refused: the `zt-session` header is
+ * exposed to the origins listed, and a session token must never be readable by any site.
+ */
+function origins(env: Env): string[] {
+  const raw = read(env, 'CTRL_CORS_ORIGINS')
+  if (raw === undefined) return []
+  const list = raw
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '')
+  for (const o of list) {
+    if (o.includes('*')) {
+      throw new ConfigError(
+        'CTRL_CORS_ORIGINS: "*" is refused (it would let any site read session tokens); list exact origins',
+      )
+    }
+    let origin: string | undefined
+    try {
+      origin = new URL(o).origin
+    } catch {
+      origin = undefined
+    }
+    if (origin !== o || !/^https?:/.test(o)) {
+      throw new ConfigError(
+        `CTRL_CORS_ORIGINS: "${o}" is not an origin (scheme://host[:port], no path or trailing slash)`,
+      )
+    }
+  }
+  return list
 }
 
 /** Validates the environment and returns the settings; throws ConfigError on the first bad value. */
@@ -246,5 +284,7 @@ export function loadConfig(env: Env): Config {
     auditRetentionMs: duration(env, 'CTRL_AUDIT_RETENTION', DEFAULT_CONFIG.auditRetentionMs),
     metricsPort,
     metricsHost: read(env, 'CTRL_METRICS_HOST') ?? DEFAULT_CONFIG.metricsHost,
+    consoleDir: read(env, 'CTRL_CONSOLE_DIR'),
+    corsOrigins: origins(env),
   }
 }

@@ -90,6 +90,22 @@ export async function createServices(o: ServiceOptions) {
     },
     discover: signers.discover,
     explain: verification.explain,
+    /** OpenZiti's summary counts (`GET /summary`): each list's total, and the stored sessions. */
+    counts: async () => {
+      const one = { limit: '1' }
+      const [i, s, p, a] = await Promise.all([
+        identities.list(one),
+        signers.signers.list(one),
+        policies.list(one),
+        store.repos.sessions.count(),
+      ])
+      return {
+        identities: i.totalCount,
+        externalJwtSigners: s.totalCount,
+        authPolicies: p.totalCount,
+        apiSessions: a,
+      }
+    },
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {

@@ -17,9 +17,11 @@ describe('openapi.yaml', () => {
     expect(res.headers['content-type']).toContain('yaml')
     const doc = parse(res.body) as { paths: Record<string, object> }
     for (const path of [
-      '/edge/management/v1/external-jwt-signers/',
+      '/edge/management/v1/external-jwt-signers',
       '/edge/management/v1/external-jwt-signers/{id}',
-      '/edge/management/v1/ext-jwt-signers/',
+      '/edge/management/v1/ext-jwt-signers',
+      '/edge/management/v1/identity-role-attributes',
+      '/edge/management/v1/summary',
       '/edge/management/v1/authenticate',
       '/edge/management/v1/current-api-session',
       '/edge/client/v1/external-jwt-signers',

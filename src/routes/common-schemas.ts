@@ -111,3 +111,17 @@ export function tooDeepField(body: unknown, max = MAX_BODY_DEPTH): string | unde
   }
   return undefined
 }
+
+/**
+ * Drops an `id` that says nothing from a body: `""` on a create and the path's own id on an update.
+ * OpenZiti's console sends its whole form model (`"id": ""` on create, the entity's id on its auth
+ * policy PUT) and OpenZiti ignores it. Any other `id`, like every other read-only field, stays in
+ * the body for the schema to refuse.
+ */
+export function dropRedundantId(body: unknown, same: string): void {
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    // A JSON object parsed from the request: its own keys are plain data.
+    const fields = body as Record<string, unknown>
+    if (fields.id === same) delete fields.id
+  }
+}

@@ -8,10 +8,12 @@ import {
   identityRoutes,
   identityRoutesOptions,
 } from './identities/index.js'
+import { identityRoleAttributeRoutes } from './identities/role-attributes.js'
 import sessionRoutes, { type SessionRoutesOptions } from './sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './signers/index.js'
 import { signerKeyRoutes } from './signers/keys.js'
 import { signerToolRoutes } from './signers/tools.js'
+import { summaryRoutes } from './summary/index.js'
 
 export interface ApiOptions {
   services: Services
@@ -40,10 +42,16 @@ export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, 
     ...identityRoutesOptions(identities, policies, auth),
   })
   await app.register(identityPasswordRoutes, { prefix: '/identities', identities, auth })
+  await app.register(identityRoleAttributeRoutes, {
+    prefix: '/identity-role-attributes',
+    identities,
+    auth,
+  })
   await app.register(authPolicyRoutes, {
     prefix: '/auth-policies',
     ...authPolicyRoutesOptions(policies, auth),
   })
   await app.register(sessionRoutes, o.sessions)
   await app.register(auditEventRoutes, { prefix: '/audit-events', audit: services.audit, auth })
+  await app.register(summaryRoutes, { prefix: '/summary', counts: services.counts, auth })
 }

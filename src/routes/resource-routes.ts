@@ -7,6 +7,7 @@ import type { ListPage, ListParams } from '../resources.js'
 import { auditContext } from './audit-events/context.js'
 import {
   CreateEnvelopeSchema,
+  dropRedundantId,
   EmptyEnvelopeSchema,
   errorResponses,
   IdParamsSchema,
@@ -48,6 +49,12 @@ export interface ResourceRoutesOptions<
   auth: onRequestAsyncHookHandler
 }
 
+/** The `:id` of an update's path, before validation; when absent, a value no body id equals. */
+const pathId = (params: unknown): string => {
+  const id = (params as { id?: unknown } | undefined)?.id // the router's params object
+  return typeof id === 'string' && id !== '' ? id : '\u0000'
+}
+
 export const selfLink = (segment: string, id: string) => ({
   self: { href: `./${segment}/${id}` },
 })
@@ -84,6 +91,7 @@ export function resourceRoutes<
           body: o.body,
           response: { 201: CreateEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
+        preValidation: async (request) => dropRedundantId(request.body, ''),
       },
       async (request, reply) => {
         const body = request.body as Static<B> // validated against o.body
@@ -157,6 +165,7 @@ export function resourceRoutes<
           body: o.body,
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
+        preValidation: async (request) => dropRedundantId(request.body, pathId(request.params)),
       },
       async (request) => {
         const body = request.body as Static<B> // validated against o.body
@@ -174,6 +183,7 @@ export function resourceRoutes<
           body: o.patch,
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
+        preValidation: async (request) => dropRedundantId(request.body, pathId(request.params)),
       },
       async (request) => {
         const patch = request.body as Static<P> // validated against o.patch

@@ -43,6 +43,8 @@ export interface IdentityRecord {
   isDefaultAdmin: boolean
   disabled: boolean
   authPolicyId: string
+  /** OpenZiti's role attributes: free names that group identities. */
+  roleAttributes: string[]
   tags: Record<string, unknown>
   createdAt: string
   updatedAt: string
@@ -151,6 +153,8 @@ export interface IdentityRepository {
   lockAdmins(): Promise<void>
   hasAdmin(): Promise<boolean>
   list(query: ListQuery): Promise<ListPage<IdentityRecord>>
+  /** The distinct role attributes of all identities (`ROLE_ATTRIBUTE_LIST_SPEC`'s field `id`). */
+  roleAttributes(query: ListQuery): Promise<ListPage<string>>
 }
 
 /** Persistence of authentication policies and their allowed-signer lists. */

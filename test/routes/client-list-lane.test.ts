@@ -128,6 +128,17 @@ describe('the client signer list lane', () => {
     expect(JSON.parse(noHost.body).error.code).toBe('COULD_NOT_PARSE_REQUEST')
   })
 
+  it('answers a trailing or repeated slash as the bare path, through the route, with no redirect', async () => {
+    const app = await buildTestApp({ storeKind: 'sqlite' })
+    const { port, call } = await served(app)
+    await call('POST', M, listedSigner('one'))
+    const bare = await get(port, CLIENT)
+    expect(names(bare)).toEqual(['one'])
+    for (const path of [`${CLIENT}/`, `${CLIENT}//`, '//edge/client/v1//external-jwt-signers']) {
+      expect(await get(port, path), path).toEqual(await get(port, CLIENT))
+    }
+  })
+
   it('is counted in the metrics as the route is', async () => {
     const s = await buildMeteredApp({ storeKind: 'sqlite' })
     const { port } = await served(s.app)

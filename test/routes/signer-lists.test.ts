@@ -127,7 +127,7 @@ forEachStore(() => {
 
     it.each([
       [{ limit: 'ten' }, 'INVALID_PAGINATION', 'limit'],
-      [{ limit: '-1' }, 'INVALID_PAGINATION', 'limit'],
+      [{ limit: '-1.5' }, 'INVALID_PAGINATION', 'limit'],
       [{ offset: '1.5' }, 'INVALID_PAGINATION', 'offset'],
       [{ filter: 'name = ' }, 'INVALID_FILTER', 'filter'],
       [{ filter: 'secret = "x"' }, 'INVALID_FILTER', 'filter'],

@@ -73,7 +73,13 @@ forEachStore((kind) => {
       const store = await openTestStore(kind)
       onTestFinished(() => store.close())
       const now = new Date().toISOString()
-      const base = { externalId: null, authPolicyId: 'default', tags: {}, createdAt: now }
+      const base = {
+        externalId: null,
+        authPolicyId: 'default',
+        tags: {},
+        roleAttributes: [],
+        createdAt: now,
+      }
       // What a lost last admin leaves: the configured name exists, but nobody is an enabled admin.
       await store.repos.identities.insert({
         ...base,

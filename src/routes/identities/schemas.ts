@@ -14,10 +14,12 @@ const NullableTags = Type.Unsafe<Record<string, unknown> | null>({
   ...TagsSchema,
   type: ['object', 'null'],
 })
+/** OpenZiti's role attributes: free names that group identities (listed by the console's pickers). */
+const RoleAttributes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 100 })
+
 // OpenZiti's tools send these (identityCreate/Update); they are accepted and have no effect here.
 const compat = {
   type: Type.Optional(Type.String({ maxLength: 64 })),
-  roleAttributes: Type.Optional(Nullable(Type.Array(Type.String()))),
   enrollment: Type.Optional(Type.Unsafe<unknown>({ type: ['object', 'null'] })),
   appData: Type.Optional(Type.Unsafe<unknown>({ type: ['object', 'null'] })),
   defaultHostingPrecedence: Type.Optional(Type.String({ maxLength: 32 })),
@@ -32,6 +34,7 @@ const optionalFields = {
   isAdmin: Type.Optional(Nullable(Type.Boolean())),
   disabled: Type.Optional(Nullable(Type.Boolean())),
   authPolicyId: Type.Optional(Nullable(PolicyId)),
+  roleAttributes: Type.Optional(Nullable(RoleAttributes)),
   tags: Type.Optional(NullableTags),
   ...compat,
 }

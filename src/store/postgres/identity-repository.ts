@@ -12,6 +12,7 @@ interface IdentityRow {
   is_default_admin: boolean
   disabled: boolean
   auth_policy_id: string
+  role_attributes: string[]
   tags: Record<string, unknown>
   created_at: Date
   updated_at: Date
@@ -26,6 +27,7 @@ function toRecord(r: IdentityRow): IdentityRecord {
     isDefaultAdmin: r.is_default_admin,
     disabled: r.disabled,
     authPolicyId: r.auth_policy_id,
+    roleAttributes: r.role_attributes,
     tags: r.tags,
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
@@ -43,14 +45,15 @@ function values(i: IdentityRecord): unknown[] {
     i.authPolicyId,
     JSON.stringify(i.tags),
     i.updatedAt,
+    JSON.stringify(i.roleAttributes),
     i.createdAt,
   ]
 }
 
 // Every column but the password hash, which only its own two methods read and write.
 const COLUMNS = `id, name, external_id, is_admin, is_default_admin, disabled, auth_policy_id, tags,
-  created_at, updated_at`
-// The advisory lock key of changes to the set of enabled admins (any fixed number; "admn").
+  role_attributes, created_at, updated_at`
+// The advisory lock key of changes to the set of enabled admins (any fixed number; "admn")."
 const ADMIN_LOCK = 0x61646d6e
 const UNIQUE = { identities_name_key: 'name', identities_external_id_key: 'externalId' }
 
@@ -59,6 +62,10 @@ export class PgIdentityRepository implements IdentityRepository {
   private static readonly lists = new PgListRunner<IdentityRow, IdentityRecord>(
     'identities',
     toRecord,
+  )
+  private static readonly attributes = new PgListRunner<{ id: string }, string>(
+    '(SELECT DISTINCT jsonb_array_elements_text(role_attributes) AS id FROM identities) AS a',
+    (row) => row.id,
   )
 
   constructor(private readonly db: Queryable) {}
@@ -96,8 +103,8 @@ export class PgIdentityRepository implements IdentityRepository {
   async insert(identity: IdentityRecord): Promise<void> {
     await this.changed(
       `INSERT INTO identities (id, name, external_id, is_admin, is_default_admin, disabled,
-         auth_policy_id, tags, updated_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+         auth_policy_id, tags, updated_at, role_attributes, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       values(identity),
       identity,
     )
@@ -106,8 +113,9 @@ export class PgIdentityRepository implements IdentityRepository {
   update(identity: IdentityRecord): Promise<boolean> {
     return this.changed(
       `UPDATE identities SET name = $2, external_id = $3, is_admin = $4, is_default_admin = $5,
-         disabled = $6, auth_policy_id = $7, tags = $8, updated_at = $9 WHERE id = $1`,
-      values(identity).slice(0, 9),
+         disabled = $6, auth_policy_id = $7, tags = $8, updated_at = $9, role_attributes = $10
+       WHERE id = $1`,
+      values(identity).slice(0, 10),
       identity,
     )
   }
@@ -170,5 +178,9 @@ export class PgIdentityRepository implements IdentityRepository {
 
   list(query: ListQuery): Promise<ListPage<IdentityRecord>> {
     return PgIdentityRepository.lists.run(this.db, query)
+  }
+
+  roleAttributes(query: ListQuery): Promise<ListPage<string>> {
+    return PgIdentityRepository.attributes.run(this.db, query)
   }
 }

@@ -46,14 +46,27 @@ function paginationError(field: string, reason: string, value: string): AppError
   return new AppError('INVALID_PAGINATION', { cause: { field, reason, value } })
 }
 
-function pagination(field: 'limit' | 'offset', raw: string | undefined, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw)) throw paginationError(field, 'must be a non-negative integer', raw)
-  const n = Number(raw)
-  if (field === 'offset' && n > MAX_OFFSET) {
-    throw paginationError(field, `must be at most ${MAX_OFFSET}`, raw)
-  }
-  return n
+function integer(field: 'limit' | 'offset', raw: string): number {
+  if (!/^-?\d+$/.test(raw)) throw paginationError(field, 'must be an integer', raw)
+  return Number(raw)
+}
+
+/**
+ * The `limit` parameter as OpenZiti reads it: -1 is no limit (as the filter's `limit none`; the
+ * console asks `limit=-1` for its pickers), 0 or below -1 the default, above 500 capped later.
+ */
+function limitParam(raw: string | undefined): number | 'none' {
+  if (raw === undefined || raw === '') return DEFAULT_LIMIT
+  const n = integer('limit', raw)
+  return n === -1 ? 'none' : n < -1 ? DEFAULT_LIMIT : n
+}
+
+/** The `offset` parameter as OpenZiti reads it: a negative offset is 0. */
+function offsetParam(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 0
+  const n = integer('offset', raw)
+  if (n > MAX_OFFSET) throw paginationError('offset', `must be at most ${MAX_OFFSET}`, raw)
+  return Math.max(n, 0)
 }
 
 function clampLimit(limit: number): number {
@@ -90,8 +103,8 @@ function text(field: keyof ListParams, value: unknown): string | undefined {
  * parameters; the `sort` parameter applies only when the filter has no `sort by`.
  */
 export function parseListQuery(params: ListParams, spec: ListSpec): ListQuery {
-  const limitParam = pagination('limit', text('limit', params.limit), DEFAULT_LIMIT)
-  const offsetParam = pagination('offset', text('offset', params.offset), 0)
+  const limitValue = limitParam(text('limit', params.limit))
+  const offsetValue = offsetParam(text('offset', params.offset))
   const sortKeys = sortParam(text('sort', params.sort), spec)
   const filter = parseFilter(text('filter', params.filter), spec.filterable, spec.sortable)
   if (filter.skip !== undefined && filter.skip > MAX_OFFSET) {
@@ -104,11 +117,11 @@ export function parseListQuery(params: ListParams, spec: ListSpec): ListQuery {
     })
   }
   const sort = filter.sort.length > 0 ? filter.sort : sortKeys
-  const limit = filter.limit ?? limitParam
+  const limit = filter.limit ?? limitValue
   return {
     where: filter.where,
     orderBy: [...sort, { column: spec.idColumn, desc: false }],
     limit: limit === 'none' ? undefined : clampLimit(limit),
-    offset: filter.skip ?? offsetParam,
+    offset: filter.skip ?? offsetValue,
   }
 }

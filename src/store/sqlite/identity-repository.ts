@@ -14,6 +14,7 @@ interface IdentityRow {
   is_default_admin: number
   disabled: number
   auth_policy_id: string
+  role_attributes: string
   password_hash: string | null
   tags: string
   created_at: string
@@ -31,6 +32,7 @@ function toRecord(r: IdentityRow): IdentityRecord {
     isDefaultAdmin: r.is_default_admin === 1,
     disabled: r.disabled === 1,
     authPolicyId: r.auth_policy_id,
+    roleAttributes: JSON.parse(r.role_attributes) as string[], // written by toRow
     tags: JSON.parse(r.tags) as Record<string, unknown>, // written by toRow
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -46,6 +48,7 @@ function toRow(i: IdentityRecord): WriteRow {
     is_default_admin: i.isDefaultAdmin ? 1 : 0,
     disabled: i.disabled ? 1 : 0,
     auth_policy_id: i.authPolicyId,
+    role_attributes: JSON.stringify(i.roleAttributes),
     tags: JSON.stringify(i.tags),
     created_at: i.createdAt,
     updated_at: i.updatedAt,
@@ -70,6 +73,13 @@ export const IDENTITY_LIST_SPEC: ListSpec = {
   idColumn: 'id',
 }
 
+/** The distinct role attributes of identities, listed as OpenZiti lists them (by `id`). */
+export const ROLE_ATTRIBUTE_LIST_SPEC: ListSpec = {
+  filterable: { id: { column: 'id', type: 'string' } },
+  sortable: { id: 'id' },
+  idColumn: 'id',
+}
+
 /** Persistence of identities and their password hashes. */
 export class IdentityRepository {
   private readonly insertStmt
@@ -83,18 +93,20 @@ export class IdentityRepository {
   private readonly enabledAdminsStmt
   private readonly anyAdminStmt
   private readonly lists: ListRunner<IdentityRow, IdentityRecord>
+  private readonly attributes: ListRunner<{ id: string }, string>
 
   constructor(db: Db) {
     this.insertStmt = db.prepare<WriteRow>(
       `INSERT INTO identities (id, name, external_id, is_admin, is_default_admin, disabled,
-         auth_policy_id, tags, created_at, updated_at)
+         auth_policy_id, role_attributes, tags, created_at, updated_at)
        VALUES (@id, @name, @external_id, @is_admin, @is_default_admin, @disabled,
-         @auth_policy_id, @tags, @created_at, @updated_at)`,
+         @auth_policy_id, @role_attributes, @tags, @created_at, @updated_at)`,
     )
     this.updateStmt = db.prepare<WriteRow>(
       `UPDATE identities SET name = @name, external_id = @external_id, is_admin = @is_admin,
          is_default_admin = @is_default_admin, disabled = @disabled,
-         auth_policy_id = @auth_policy_id, tags = @tags, updated_at = @updated_at
+         auth_policy_id = @auth_policy_id, role_attributes = @role_attributes, tags = @tags,
+         updated_at = @updated_at
        WHERE id = @id`,
     )
     this.deleteStmt = db.prepare<[string]>('DELETE FROM identities WHERE id = ?')
@@ -116,6 +128,11 @@ export class IdentityRepository {
       'SELECT count(*) AS n FROM identities WHERE is_admin = 1',
     )
     this.lists = new ListRunner(db, 'identities', toRecord)
+    this.attributes = new ListRunner(
+      db,
+      `(SELECT DISTINCT a.value AS id FROM identities, json_each(identities.role_attributes) AS a)`,
+      (row) => row.id,
+    )
   }
 
   insert(identity: IdentityRecord): void {
@@ -174,5 +191,9 @@ export class IdentityRepository {
 
   list(query: ListQuery): ListPage<IdentityRecord> {
     return this.lists.run(query)
+  }
+
+  roleAttributes(query: ListQuery): ListPage<string> {
+    return this.attributes.run(query)
   }
 }

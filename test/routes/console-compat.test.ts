@@ -1,0 +1,191 @@
+import { describe, expect, it } from 'vitest'
+import { buildTestApp, caller, forEachStore, login } from '../helpers/app.js'
+
+// OpenZiti's admin console (ZAC 4.5.1) against us: its requests replayed as it sends them
+// (trailing `//` on reads back, `limit=-1` for pickers, `"id": ""` in create bodies).
+
+const M = '/edge/management/v1'
+const SIGNERS = `${M}/external-jwt-signers`
+const POLICIES = `${M}/auth-policies`
+const IDENTITIES = `${M}/identities`
+
+async function console_() {
+  const app = await buildTestApp()
+  const call = caller(app, await login(app))
+  return { app, call }
+}
+
+const signerForm = (name: string, over: Record<string, unknown> = {}) => ({
+  id: '',
+  name,
+  enabled: true,
+  issuer: `https://${name}.example`,
+  audience: 'ziti',
+  jwksEndpoint: `https://${name}.example/jwks`,
+  claimsProperty: 'sub',
+  useExternalId: false,
+  externalAuthUrl: null,
+  scopes: [],
+  tags: {},
+  ...over,
+})
+
+forEachStore(() => {
+  describe('OpenZiti admin console flows', () => {
+    it('signer: create, read back with //, edit by PUT, delete', async () => {
+      const { call } = await console_()
+      const created = await call('POST', SIGNERS, signerForm('corp'))
+      expect(created.statusCode).toBe(201)
+      const id = created.json().data.id as string
+      const back = await call('GET', `${SIGNERS}/${id}//`)
+      expect(back.statusCode).toBe(200)
+      expect(back.json().data).toMatchObject({ id, name: 'corp', enabled: true })
+      expect((await call('GET', `${SIGNERS}/${id}/`)).json().data.id).toBe(id)
+      const { id: _id, ...edit } = signerForm('corp-2')
+      expect((await call('PUT', `${SIGNERS}/${id}//`, edit)).statusCode).toBe(200)
+      expect((await call('GET', `${SIGNERS}//${id}`)).json().data.name).toBe('corp-2')
+      expect((await call('DELETE', `${SIGNERS}/${id}/`)).statusCode).toBe(200)
+      expect((await call('GET', `${SIGNERS}/${id}//`)).statusCode).toBe(404)
+    })
+
+    it('auth policy: the picker with limit=-1, a create with "id": "", read back, delete', async () => {
+      const { call } = await console_()
+      const ids: string[] = []
+      for (let n = 0; n < 12; n++) {
+        ids.push((await call('POST', SIGNERS, signerForm(`s${n}`))).json().data.id)
+      }
+      const picker = await call('GET', `${SIGNERS}?limit=-1&offset=0&sort=name%20asc`)
+      expect(picker.statusCode).toBe(200)
+      expect(picker.json().data).toHaveLength(12)
+      expect(picker.json().meta.pagination).toEqual({ limit: -1, offset: 0, totalCount: 12 })
+      const policy = {
+        id: '',
+        name: 'console policy',
+        primary: {
+          cert: { allowed: false, allowExpiredCerts: false },
+          updb: {
+            allowed: true,
+            minPasswordLength: 5,
+            requireSpecialChar: false,
+            requireNumberChar: false,
+            requireMixedCase: false,
+            maxAttempts: 5,
+            lockoutDurationMinutes: 0,
+          },
+          extJwt: { allowed: true, allowedSigners: [ids[0]] },
+        },
+        secondary: { requireTotp: false, requireExtJwtSigner: null },
+        tags: {},
+      }
+      const created = await call('POST', POLICIES, policy)
+      expect(created.statusCode).toBe(201)
+      const pid = created.json().data.id as string
+      const back = (await call('GET', `${POLICIES}/${pid}//`)).json().data
+      expect(back.primary.extJwt.allowedSigners).toEqual([ids[0]])
+      // The console's edit sends its whole form model back, the policy's own id included.
+      const edit = { ...policy, id: pid, name: 'renamed' }
+      expect((await call('PUT', `${POLICIES}/${pid}//`, edit)).statusCode).toBe(200)
+      expect((await call('GET', `${POLICIES}/${pid}/`)).json().data.name).toBe('renamed')
+      // An identity under that policy, created with an empty id and role attributes.
+      const identity = await call('POST', IDENTITIES, {
+        id: '',
+        name: 'alice',
+        type: 'User',
+        isAdmin: false,
+        authPolicyId: pid,
+        externalId: 'alice@corp',
+        roleAttributes: ['sales', 'emea'],
+      })
+      expect(identity.statusCode).toBe(201)
+      const iid = identity.json().data.id as string
+      expect((await call('GET', `${IDENTITIES}/${iid}//`)).json().data).toMatchObject({
+        authPolicyId: pid,
+        roleAttributes: ['sales', 'emea'],
+      })
+      expect((await call('DELETE', `${IDENTITIES}/${iid}//`)).statusCode).toBe(200)
+      expect((await call('DELETE', `${POLICIES}/${pid}//`)).statusCode).toBe(200)
+    })
+
+    it('refuses a non-empty id and other read-only fields in create bodies, and another id on update', async () => {
+      const { call } = await console_()
+      for (const body of [
+        signerForm('a', { id: 'chosen' }),
+        signerForm('b', { createdAt: '' }),
+        { id: 'x', name: 'bob' },
+        { id: null, name: 'bob' },
+      ]) {
+        const url = 'issuer' in body ? SIGNERS : IDENTITIES
+        const res = await call('POST', url, body)
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error.code).toBe('COULD_NOT_VALIDATE')
+      }
+      // An empty id is dropped on create only: a PUT body still refuses it.
+      const id = (await call('POST', IDENTITIES, { id: '', name: 'carol' })).json().data.id
+      const put = await call('PUT', `${IDENTITIES}/${id}`, { id: '', name: 'carol' })
+      expect(put.json().error.code).toBe('COULD_NOT_VALIDATE')
+      // An update may repeat the path's own id (the console's policy edit does); another id is refused.
+      expect((await call('PUT', `${IDENTITIES}/${id}`, { id, name: 'carol' })).statusCode).toBe(200)
+      expect((await call('PATCH', `${IDENTITIES}/${id}`, { id, isAdmin: false })).statusCode).toBe(
+        200,
+      )
+      for (const method of ['PUT', 'PATCH']) {
+        const other = await call(method, `${IDENTITIES}/${id}`, {
+          id: 'someone-else',
+          name: 'carol',
+        })
+        expect(other.statusCode).toBe(400)
+        expect(other.json().error.code).toBe('COULD_NOT_VALIDATE')
+      }
+    })
+
+    it('reads limit and offset as OpenZiti does on every list', async () => {
+      const { call } = await console_()
+      for (let n = 0; n < 12; n++) await call('POST', IDENTITIES, { name: `i${n}` })
+      for (const list of [
+        SIGNERS,
+        POLICIES,
+        IDENTITIES,
+        `${M}/audit-events`,
+        `${M}/identity-role-attributes`,
+      ]) {
+        const page = async (q: string) => {
+          const res = await call('GET', `${list}?${q}`)
+          expect(res.statusCode, `${list}?${q}`).toBe(200)
+          return res.json().meta.pagination
+        }
+        expect(await page('limit=-1')).toMatchObject({ limit: -1, offset: 0 })
+        expect(await page('limit=0')).toMatchObject({ limit: 10 })
+        expect(await page('limit=-7')).toMatchObject({ limit: 10 })
+        expect(await page('limit=501')).toMatchObject({ limit: 500 })
+        expect(await page('offset=-3')).toMatchObject({ offset: 0 })
+        for (const q of ['limit=ten', 'limit=-1.5', 'offset=x', 'offset=--1']) {
+          const res = await call('GET', `${list}?${q}`)
+          expect(res.json().error.code, `${list}?${q}`).toBe('INVALID_PAGINATION')
+        }
+      }
+      const all = await call('GET', `${IDENTITIES}?limit=-1`)
+      expect(all.json().data).toHaveLength(13) // and the admin
+    })
+
+    it('answers trailing and repeated slashes on both APIs, and unknown routes 404', async () => {
+      const { app, call } = await console_()
+      for (const url of [`${SIGNERS}/`, `${SIGNERS}//`, `/edge//management/v1/identities/`]) {
+        expect((await call('GET', url)).statusCode, url).toBe(200)
+      }
+      for (const url of [
+        '/edge/client/v1/external-jwt-signers/',
+        '//edge/client/v1//external-jwt-signers//',
+        '/version/',
+      ]) {
+        const res = await app.inject({ method: 'GET', url })
+        expect(res.statusCode, url).toBe(200)
+        expect(res.headers.location).toBeUndefined()
+      }
+      for (const url of [`${M}/services/`, `${M}/nothing//`, '/edge/client/v1/identities/']) {
+        const res = await call('GET', url)
+        expect(res.statusCode, url).toBe(404)
+        expect(res.json().error.code).toBe('NOT_FOUND')
+      }
+    })
+  })
+})
