@@ -28,6 +28,7 @@ export async function bootstrapAdmin(
       isDefaultAdmin: true,
       disabled: false,
       authPolicyId: 'default',
+      roleAttributes: [],
       tags: {},
       createdAt: now,
       updatedAt: now,

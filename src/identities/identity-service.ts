@@ -5,7 +5,7 @@ import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import { LookupCache } from '../lookup-cache.js'
 import type { AuthPolicyService } from '../policies/auth-policy-service.js'
-import { applyPatch, notFound } from '../resources.js'
+import { applyPatch, notFound, type PatchRules } from '../resources.js'
 import type { IdentityRecord, Store, UnitOfWork } from '../store/contract.js'
 import { type ListPage, type ListParams, parseListQuery } from '../store/query/list-query.js'
 import { IDENTITY_LIST_SPEC } from '../store/sqlite/identity-repository.js'
@@ -19,13 +19,14 @@ export interface IdentityInput {
   isAdmin?: boolean | null | undefined
   disabled?: boolean | null | undefined
   authPolicyId?: string | null | undefined
+  roleAttributes?: string[] | null | undefined
   tags?: Record<string, unknown> | null | undefined
 }
 export type IdentityPatch = Partial<{ [K in keyof IdentityInput]: IdentityInput[K] | null }>
 
 type Fields = Pick<
   IdentityRecord,
-  'name' | 'externalId' | 'isAdmin' | 'disabled' | 'authPolicyId' | 'tags'
+  'name' | 'externalId' | 'isAdmin' | 'disabled' | 'authPolicyId' | 'roleAttributes' | 'tags'
 >
 
 function fromInput(input: IdentityInput): Fields {
@@ -35,14 +36,21 @@ function fromInput(input: IdentityInput): Fields {
     isAdmin: input.isAdmin ?? false,
     disabled: input.disabled ?? false,
     authPolicyId: input.authPolicyId || 'default',
+    roleAttributes: input.roleAttributes ?? [],
     tags: input.tags ?? {},
   }
 }
 
-const PATCH_RULES = {
-  defaults: { isAdmin: false, disabled: false, authPolicyId: 'default', tags: {} },
+const PATCH_RULES: PatchRules<IdentityRecord> = {
+  defaults: {
+    isAdmin: false,
+    disabled: false,
+    authPolicyId: 'default',
+    roleAttributes: [],
+    tags: {},
+  },
   required: ['name'],
-} as const
+}
 
 function lastAdmin(field: string, action: string): AppError {
   return new AppError('CONFLICT', {

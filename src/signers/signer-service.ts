@@ -4,7 +4,7 @@ import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import { notFound } from '../resources.js'
-import type { SignerRecord, Store } from '../store/contract.js'
+import type { SignerRecord, Store, UnitOfWork } from '../store/contract.js'
 import { type ListParams, parseListQuery } from '../store/query/list-query.js'
 import { CLIENT_SIGNER_LIST_SPEC, SIGNER_LIST_SPEC } from '../store/sqlite/signer-repository.js'
 import type { SignerCertificate } from './certificate.js'
@@ -94,6 +94,23 @@ export class SignerService {
     }
   }
 
+  /** The enrollment policy exists and allows the primary login each enabled enrollment makes. */
+  private async checkEnrollPolicy(tx: UnitOfWork, s: SignerRecord): Promise<void> {
+    const field = 'enrollAuthPolicyId'
+    const policy = await tx.policies.get(s.enrollAuthPolicyId)
+    if (!policy) {
+      throw fieldError('COULD_NOT_VALIDATE', field, 'no policy has this id', s.enrollAuthPolicyId)
+    }
+    if (s.enrollToTokenEnabled && !policy.extJwtAllowed) {
+      const reason = 'the policy must allow primary ext-jwt login with enrollToTokenEnabled'
+      throw fieldError('COULD_NOT_VALIDATE', field, reason, s.enrollAuthPolicyId)
+    }
+    if (s.enrollToCertEnabled && !policy.certAllowed) {
+      const reason = 'the policy must allow primary certificate login with enrollToCertEnabled'
+      throw fieldError('COULD_NOT_VALIDATE', field, reason, s.enrollAuthPolicyId)
+    }
+  }
+
   private emit(op: 'upsert' | 'delete', record: SignerRecord, previous?: SignerRecord): void {
     this.options.changes.emit({
       entity: 'signer',
@@ -110,6 +127,7 @@ export class SignerService {
     const now = this.options.clock().toISOString()
     const signer = this.build(fromInput(input), { id: newId(), createdAt: now }, now)
     const event = await this.options.store.transaction(async (tx) => {
+      await this.checkEnrollPolicy(tx, signer)
       await tx.signers.insert(signer)
       await tx.publish({ entity: 'signer', op: 'upsert', id: signer.id })
       const changedFields = bodyFields(input, [], true)
@@ -158,6 +176,7 @@ export class SignerService {
       if (!current) throw notFound('signer', id)
       const now = this.options.clock().toISOString()
       const next = this.build(change(current), { id, createdAt: current.createdAt }, now)
+      await this.checkEnrollPolicy(tx, next)
       if (!(await tx.signers.update(next))) throw notFound('signer', id)
       await tx.publish({ entity: 'signer', op: 'upsert', id })
       const event = await audit.record(tx, ctx, {

@@ -18,6 +18,14 @@ export interface SignerRecord {
   clientId: string | null
   scopes: string[] | null
   targetToken: TargetToken
+  /** JWT enrollment: a token may create an identity (`enroll/token`), with or without a CSR. */
+  enrollToTokenEnabled: boolean
+  enrollToCertEnabled: boolean
+  /** JSON pointers (`/preferred_username`) to the new identity's name and role attributes. */
+  enrollNameClaimsSelector: string
+  enrollAttributeClaimsSelector: string | null
+  /** The policy enrolled identities get. */
+  enrollAuthPolicyId: string
   commonName: string | null
   fingerprint: string | null
   notBefore: string | null
@@ -43,9 +51,20 @@ export interface IdentityRecord {
   isDefaultAdmin: boolean
   disabled: boolean
   authPolicyId: string
+  roleAttributes: string[]
   tags: Record<string, unknown>
   createdAt: string
   updatedAt: string
+}
+
+/** A certificate authenticator: the certificate an identity enrolled with a CSR got. */
+export interface CertAuthenticatorRecord {
+  id: string
+  identityId: string
+  /** SHA-1 of the DER, lowercase hex. */
+  fingerprint: string
+  certPem: string
+  createdAt: string
 }
 
 /** An authentication policy as stored. */
@@ -129,6 +148,8 @@ export interface SignerRepository {
   listVersion(): Promise<string>
   /** Enabled signers with an externalAuthUrl (only id and name are filterable). */
   listForClient(query: ListQuery): Promise<ClientSignerRow[]>
+  /** Whether any signer enrolls identities into this policy. */
+  usesEnrollPolicy(policyId: string): Promise<boolean>
 }
 
 /** Persistence of identities and their password hashes. */
@@ -142,6 +163,7 @@ export interface IdentityRepository {
   passwordHash(id: string): Promise<string | null>
   setPasswordHash(id: string, hash: string, updatedAt: string): Promise<boolean>
   countEnabledAdmins(): Promise<number>
+  insertCertAuthenticator(authenticator: CertAuthenticatorRecord): Promise<void>
   hasAdmin(): Promise<boolean>
   list(query: ListQuery): Promise<ListPage<IdentityRecord>>
 }

@@ -120,6 +120,7 @@ describe('ExternalJwtVerifier', () => {
       isDefaultAdmin: false,
       disabled: false,
       authPolicyId: 'default',
+      roleAttributes: [],
       tags: {},
       createdAt: now,
       updatedAt: now,

@@ -36,6 +36,7 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
         isDefaultAdmin: false,
         disabled: false,
         authPolicyId: 'default',
+        roleAttributes: [],
         tags: {},
         createdAt: now,
         updatedAt: now,

@@ -43,7 +43,7 @@ export function identityDetail(policies: AuthPolicyService, sessions: SessionSer
       _links: selfLink('identity-types', 'Default'),
     },
     typeId: 'Default',
-    roleAttributes: [],
+    roleAttributes: i.roleAttributes,
     authenticators: {},
     enrollment: {},
     envInfo: {},

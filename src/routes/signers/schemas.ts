@@ -41,8 +41,7 @@ const optionalFields = {
   scopes: Type.Optional(NullableScopes),
   targetToken: Type.Optional(NullableTargetToken),
   tags: Type.Optional(NullableTags),
-  // JWT enrollment settings OpenZiti's tools may send; this service has no enrollment, so they are
-  // accepted (typed) and have no effect.
+  // JWT enrollment (`POST /edge/client/v1/enroll/token`); selectors are JSON pointers.
   enrollToCertEnabled: Type.Optional(Nullable(Type.Boolean())),
   enrollToTokenEnabled: Type.Optional(Nullable(Type.Boolean())),
   enrollNameClaimsSelector: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
@@ -83,6 +82,12 @@ export const SignerDetailSchema = Type.Object({
   clientId: Nullable(Type.String()),
   scopes: Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string' } }),
   targetToken: TargetToken,
+  // As upstream: the flags are omitted when false.
+  enrollToTokenEnabled: Type.Optional(Type.Boolean()),
+  enrollToCertEnabled: Type.Optional(Type.Boolean()),
+  enrollNameClaimsSelector: Type.String(),
+  enrollAttributeClaimsSelector: Nullable(Type.String()),
+  enrollAuthPolicyId: Type.String(),
   commonName: Type.String(),
   fingerprint: Nullable(Type.String()),
   notBefore: Nullable(TimestampSchema),

@@ -1,4 +1,4 @@
-import type { IdentityRecord, IdentityRepository } from '../contract.js'
+import type { CertAuthenticatorRecord, IdentityRecord, IdentityRepository } from '../contract.js'
 import type { ListPage, ListQuery } from '../query/list-query.js'
 import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
@@ -12,6 +12,7 @@ interface IdentityRow {
   is_default_admin: boolean
   disabled: boolean
   auth_policy_id: string
+  role_attributes: string[]
   tags: Record<string, unknown>
   created_at: Date
   updated_at: Date
@@ -26,6 +27,7 @@ function toRecord(r: IdentityRow): IdentityRecord {
     isDefaultAdmin: r.is_default_admin,
     disabled: r.disabled,
     authPolicyId: r.auth_policy_id,
+    roleAttributes: r.role_attributes,
     tags: r.tags,
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
@@ -43,13 +45,14 @@ function values(i: IdentityRecord): unknown[] {
     i.authPolicyId,
     JSON.stringify(i.tags),
     i.updatedAt,
+    JSON.stringify(i.roleAttributes),
     i.createdAt,
   ]
 }
 
 // Every column but the password hash, which only its own two methods read and write.
 const COLUMNS = `id, name, external_id, is_admin, is_default_admin, disabled, auth_policy_id, tags,
-  created_at, updated_at`
+  role_attributes, created_at, updated_at`
 const UNIQUE = { identities_name_key: 'name', identities_external_id_key: 'externalId' }
 
 /** Persistence of identities and their password hashes on PostgreSQL. */
@@ -94,8 +97,8 @@ export class PgIdentityRepository implements IdentityRepository {
   async insert(identity: IdentityRecord): Promise<void> {
     await this.changed(
       `INSERT INTO identities (id, name, external_id, is_admin, is_default_admin, disabled,
-         auth_policy_id, tags, updated_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+         auth_policy_id, tags, updated_at, role_attributes, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       values(identity),
       identity,
     )
@@ -104,8 +107,9 @@ export class PgIdentityRepository implements IdentityRepository {
   update(identity: IdentityRecord): Promise<boolean> {
     return this.changed(
       `UPDATE identities SET name = $2, external_id = $3, is_admin = $4, is_default_admin = $5,
-         disabled = $6, auth_policy_id = $7, tags = $8, updated_at = $9 WHERE id = $1`,
-      values(identity).slice(0, 9),
+         disabled = $6, auth_policy_id = $7, tags = $8, updated_at = $9, role_attributes = $10
+       WHERE id = $1`,
+      values(identity).slice(0, 10),
       identity,
     )
   }
@@ -144,6 +148,14 @@ export class PgIdentityRepository implements IdentityRepository {
       updatedAt,
       id,
     ])
+  }
+
+  async insertCertAuthenticator(a: CertAuthenticatorRecord): Promise<void> {
+    await this.changed(
+      `INSERT INTO authenticators (id, identity_id, fingerprint, cert_pem, created_at)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [a.id, a.identityId, a.fingerprint, a.certPem, a.createdAt],
+    )
   }
 
   countEnabledAdmins(): Promise<number> {

@@ -1,4 +1,4 @@
-import type { IdentityRecord } from '../contract.js'
+import type { CertAuthenticatorRecord, IdentityRecord } from '../contract.js'
 import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
 import type { Db } from './connection.js'
 import { mapUniqueViolation } from './errors.js'
@@ -15,6 +15,7 @@ interface IdentityRow {
   disabled: number
   auth_policy_id: string
   password_hash: string | null
+  role_attributes: string
   tags: string
   created_at: string
   updated_at: string
@@ -31,6 +32,7 @@ function toRecord(r: IdentityRow): IdentityRecord {
     isDefaultAdmin: r.is_default_admin === 1,
     disabled: r.disabled === 1,
     authPolicyId: r.auth_policy_id,
+    roleAttributes: JSON.parse(r.role_attributes) as string[], // written by toRow
     tags: JSON.parse(r.tags) as Record<string, unknown>, // written by toRow
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -46,6 +48,7 @@ function toRow(i: IdentityRecord): WriteRow {
     is_default_admin: i.isDefaultAdmin ? 1 : 0,
     disabled: i.disabled ? 1 : 0,
     auth_policy_id: i.authPolicyId,
+    role_attributes: JSON.stringify(i.roleAttributes),
     tags: JSON.stringify(i.tags),
     created_at: i.createdAt,
     updated_at: i.updatedAt,
@@ -83,18 +86,20 @@ export class IdentityRepository {
   private readonly enabledAdminsStmt
   private readonly anyAdminStmt
   private readonly lists: ListRunner<IdentityRow, IdentityRecord>
+  private readonly insertAuthenticatorStmt
 
   constructor(db: Db) {
     this.insertStmt = db.prepare<WriteRow>(
       `INSERT INTO identities (id, name, external_id, is_admin, is_default_admin, disabled,
-         auth_policy_id, tags, created_at, updated_at)
+         auth_policy_id, role_attributes, tags, created_at, updated_at)
        VALUES (@id, @name, @external_id, @is_admin, @is_default_admin, @disabled,
-         @auth_policy_id, @tags, @created_at, @updated_at)`,
+         @auth_policy_id, @role_attributes, @tags, @created_at, @updated_at)`,
     )
     this.updateStmt = db.prepare<WriteRow>(
       `UPDATE identities SET name = @name, external_id = @external_id, is_admin = @is_admin,
          is_default_admin = @is_default_admin, disabled = @disabled,
-         auth_policy_id = @auth_policy_id, tags = @tags, updated_at = @updated_at
+         auth_policy_id = @auth_policy_id, role_attributes = @role_attributes, tags = @tags,
+         updated_at = @updated_at
        WHERE id = @id`,
     )
     this.deleteStmt = db.prepare<[string]>('DELETE FROM identities WHERE id = ?')
@@ -116,6 +121,14 @@ export class IdentityRepository {
       'SELECT count(*) AS n FROM identities WHERE is_admin = 1',
     )
     this.lists = new ListRunner(db, 'identities', toRecord)
+    this.insertAuthenticatorStmt = db.prepare<CertAuthenticatorRecord>(
+      `INSERT INTO authenticators (id, identity_id, fingerprint, cert_pem, created_at)
+       VALUES (@id, @identityId, @fingerprint, @certPem, @createdAt)`,
+    )
+  }
+
+  insertCertAuthenticator(authenticator: CertAuthenticatorRecord): void {
+    this.insertAuthenticatorStmt.run(authenticator)
   }
 
   insert(identity: IdentityRecord): void {
