@@ -3,6 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
+import { type ControllerDirectory, singleController } from './enrollment/controllers.js'
+import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, redaction } from './logger.js'
@@ -46,6 +48,10 @@ export interface BuildAppOptions {
   verifiedCacheEntries?: number
   /** Called once when the bootstrap admin was created with a generated password. */
   onGeneratedAdminPassword?: (name: string, password: string) => void
+  /** Signs enrollment CSRs (`CTRL_ENROLL_CA_*`); absent: CSRs are refused. */
+  enrollCa?: EnrollmentCa
+  /** The controllers enrollment answers list; default: this instance alone. */
+  controllers?: ControllerDirectory
   /** Prometheus metrics to count into (served on a listener of their own); absent: none counted. */
   metrics?: Metrics
 }
@@ -90,6 +96,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     jwksFetchTimeoutMs: options.jwksFetchTimeoutMs,
     resolver: options.resolver,
     verifiedCacheEntries: options.verifiedCacheEntries,
+    controllers: options.controllers ?? thisController(options),
+    enrollCa: options.enrollCa,
   })
   app.addHook('onClose', services.close)
   metrics?.watch({
@@ -119,7 +127,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   })
   await app.register(caCertsRoutes, { pkcs7 })
   await app.register(managementApi, { prefix: MANAGEMENT_PREFIX, services, auth, sessions })
-  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages })
+  const enroll = {
+    enrollment: services.enrollment,
+    trustBundlePem: options.https
+      ? (options.caPem ?? options.https.cert.toString('utf8'))
+      : undefined,
+    rateLimit: config.authRateLimit,
+    clock,
+    onEnroll: metrics?.enrollment,
+  }
+  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages, enroll })
   lane = clientListLane({
     path: `${CLIENT_PREFIX}/external-jwt-signers`,
     pages,
@@ -133,6 +150,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.ready()
   return app
+}
+
+/** This instance, by its configured address, until the controllers list replaces it. */
+function thisController(options: BuildAppOptions): ControllerDirectory {
+  const { host, port } = options.config
+  const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`
+  return singleController({
+    name: authority,
+    baseUrl: `${options.https ? 'https' : 'http'}://${authority}`,
+  })
 }
 
 /** Fastify with every server option: the same in tests and in production. */

@@ -108,6 +108,7 @@ export type AuditAction =
   | 'set-password'
   | 'login'
   | 'logout'
+  | 'enroll'
 
 /** The kinds of entity audit events name (the edge API's entity names). */
 export type AuditEntityType =

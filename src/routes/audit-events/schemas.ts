@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { ListMetaSchema, Nullable, TimestampSchema } from '../common-schemas.js'
 
 const Action = Type.Union(
-  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'logout'].map((a) =>
+  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'logout', 'enroll'].map((a) =>
     Type.Literal(a),
   ),
 )
