@@ -50,7 +50,8 @@ export function enroll(app: FastifyInstance, tokens: string[], body?: object, is
     method: 'POST',
     url: '/edge/client/v1/enroll/token',
     headers: {
-      authorization: tokens.map((t) => `Bearer ${t}`), // one header each
+      // One header line each: light-my-request sends an array as repeated headers.
+      authorization: tokens.map((t) => `Bearer ${t}`) as unknown as string,
       ...(issuerId ? { 'ziti-token-issuer-id': issuerId } : {}),
     },
     ...(body ? { payload: body } : {}),
