@@ -217,7 +217,12 @@ export class TokenEnrollment {
     } catch (err) {
       // Uniqueness is the database's: of two enrollments racing for one externalId, one commits.
       const field = err instanceof AppError ? err.fieldCause?.field : undefined
-      if (field === 'externalId') throw alreadyEnrolled(signer)
+      // A racing enrollment of the same subject may trip the name's index first.
+      const enrolled =
+        field === 'externalId' ||
+        (field === 'name' &&
+          (await o.store.repos.identities.getByExternalId(claims.externalId)) !== undefined)
+      if (enrolled) throw alreadyEnrolled(signer)
       if (field === 'name') {
         const reason = 'another identity already has this name'
         const error = new AppError('CONFLICT', {
