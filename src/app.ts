@@ -117,7 +117,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     clock,
     onLogin: metrics?.login,
   }
-  const pages = new ClientSignerPages(services.signers)
+  const pages = new ClientSignerPages(services.signers, config.clientSignerFields)
+  await warnUnusableSigners(services, config, app.log)
 
   // The APIs.
   await app.register(healthRoutes, { ping: services.health })
@@ -150,6 +151,23 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.ready()
   return app
+}
+
+/** Under the seed's client list, says once that OpenZiti's clients cannot use what it leaves out. */
+async function warnUnusableSigners(
+  services: Awaited<ReturnType<typeof createServices>>,
+  config: Config,
+  log: FastifyInstance['log'],
+): Promise<void> {
+  if (config.clientSignerFields !== 'seed') return
+  const signers = (await services.store.repos.signers.all()).filter(
+    (s) => s.enabled && (s.clientId !== null || s.enrollToTokenEnabled || s.enrollToCertEnabled),
+  )
+  if (signers.length === 0) return
+  log.warn(
+    { signerIds: signers.map((s) => s.id), setting: 'CTRL_CLIENT_SIGNER_FIELDS' },
+    'OpenZiti clients will not be able to use these signers: the client signer list leaves out clientId and enrollment (set CTRL_CLIENT_SIGNER_FIELDS=openziti)',
+  )
 }
 
 /** This instance, by its configured address, until the controllers list replaces it. */

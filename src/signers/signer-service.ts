@@ -148,9 +148,10 @@ export class SignerService {
     return this.options.store.repos.signers.list(parseListQuery(params, SIGNER_LIST_SPEC))
   }
 
-  listForClient(params: ListParams) {
+  /** The client list; `withEnrollment` adds signers that allow enrollment (OpenZiti's list). */
+  listForClient(params: ListParams, withEnrollment = false) {
     const query = parseListQuery(params, CLIENT_SIGNER_LIST_SPEC)
-    return this.options.store.repos.signers.listForClient(query)
+    return this.options.store.repos.signers.listForClient(query, withEnrollment)
   }
 
   /** PUT: omitted optional fields reset to their defaults. */

@@ -35,11 +35,22 @@ export interface SignerRecord {
   updatedAt: string
 }
 
-/** What the unauthenticated client list shows of a signer. */
+/** What the unauthenticated client list may show of a signer (OpenZiti's clients read all of it). */
 export interface ClientSignerRow {
   id: string
   name: string
-  externalAuthUrl: string
+  /** Null only for a signer listed for enrollment alone. */
+  externalAuthUrl: string | null
+  issuer: string
+  audience: string
+  clientId: string | null
+  scopes: string[] | null
+  targetToken: TargetToken
+  enrollToTokenEnabled: boolean
+  enrollToCertEnabled: boolean
+  tags: Record<string, unknown>
+  createdAt: string
+  updatedAt: string
 }
 
 /** An identity as stored (without its password hash). */
@@ -147,8 +158,11 @@ export interface SignerRepository {
    * one value). SQLite has one writer, which hears its own changes: its version never changes.
    */
   listVersion(): Promise<string>
-  /** Enabled signers with an externalAuthUrl (only id and name are filterable). */
-  listForClient(query: ListQuery): Promise<ClientSignerRow[]>
+  /**
+   * Enabled signers with an externalAuthUrl, and with `withEnrollment` also those that allow
+   * enrollment (only id and name are filterable).
+   */
+  listForClient(query: ListQuery, withEnrollment?: boolean): Promise<ClientSignerRow[]>
   /** Whether any signer enrolls identities into this policy. */
   usesEnrollPolicy(policyId: string): Promise<boolean>
 }

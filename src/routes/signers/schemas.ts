@@ -104,6 +104,17 @@ export const ClientSignerSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   externalAuthUrl: Type.String(),
+  // With CTRL_CLIENT_SIGNER_FIELDS=openziti only: what OpenZiti's clients read.
+  createdAt: Type.Optional(TimestampSchema),
+  updatedAt: Type.Optional(TimestampSchema),
+  tags: Type.Optional(TagsSchema),
+  clientId: Type.Optional(Nullable(Type.String())),
+  scopes: Type.Optional(Type.Array(Type.String())),
+  audience: Type.Optional(Type.String()),
+  targetToken: Type.Optional(TargetToken),
+  enrollToCertEnabled: Type.Optional(Type.Boolean()),
+  enrollToTokenEnabled: Type.Optional(Type.Boolean()),
+  openIdConfigurationUrl: Type.Optional(Type.String()),
   _links: LinksSchema,
 })
 

@@ -117,7 +117,24 @@ export class PgSignerRepository implements SignerRepository {
   private static readonly lists = new PgListRunner<SignerRow, SignerRecord>('signers', toRecord)
   private static readonly clientLists = new PgListRunner<SignerRow, ClientSignerRow>(
     'signers',
-    (r) => ({ id: r.id, name: r.name, externalAuthUrl: r.external_auth_url ?? '' }), // base condition: not null
+    (r) => {
+      const s = toRecord(r)
+      return {
+        id: s.id,
+        name: s.name,
+        externalAuthUrl: s.externalAuthUrl,
+        issuer: s.issuer,
+        audience: s.audience,
+        clientId: s.clientId,
+        scopes: s.scopes,
+        targetToken: s.targetToken,
+        enrollToTokenEnabled: s.enrollToTokenEnabled,
+        enrollToCertEnabled: s.enrollToCertEnabled,
+        tags: s.tags,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
+      }
+    },
   )
 
   constructor(private readonly db: Queryable) {}
@@ -197,12 +214,10 @@ export class PgSignerRepository implements SignerRepository {
     return (await this.rows(sql, [policyId])).length > 0
   }
 
-  async listForClient(query: ListQuery): Promise<ClientSignerRow[]> {
-    const page = await PgSignerRepository.clientLists.run(
-      this.db,
-      query,
-      'enabled AND external_auth_url IS NOT NULL',
-    )
-    return page.items
+  async listForClient(query: ListQuery, withEnrollment = false): Promise<ClientSignerRow[]> {
+    const base = withEnrollment
+      ? 'enabled AND (external_auth_url IS NOT NULL OR enroll_to_token_enabled OR enroll_to_cert_enabled)'
+      : 'enabled AND external_auth_url IS NOT NULL'
+    return (await PgSignerRepository.clientLists.run(this.db, query, base)).items
   }
 }

@@ -203,11 +203,24 @@ export class SignerRepository {
       'SELECT 1 AS one FROM signers WHERE enroll_auth_policy_id = ? LIMIT 1',
     )
     this.lists = new ListRunner(db, 'signers', toRecord)
-    this.clientLists = new ListRunner(db, 'signers', (r) => ({
-      id: r.id,
-      name: r.name,
-      externalAuthUrl: r.external_auth_url ?? '', // the base condition excludes null
-    }))
+    this.clientLists = new ListRunner(db, 'signers', (r) => {
+      const s = toRecord(r)
+      return {
+        id: s.id,
+        name: s.name,
+        externalAuthUrl: s.externalAuthUrl,
+        issuer: s.issuer,
+        audience: s.audience,
+        clientId: s.clientId,
+        scopes: s.scopes,
+        targetToken: s.targetToken,
+        enrollToTokenEnabled: s.enrollToTokenEnabled,
+        enrollToCertEnabled: s.enrollToCertEnabled,
+        tags: s.tags,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
+      }
+    })
   }
 
   insert(signer: SignerRecord): void {
@@ -258,7 +271,10 @@ export class SignerRepository {
   }
 
   /** Enabled signers that clients can start a login at: only what the client list shows. */
-  listForClient(query: ListQuery): ClientSignerRow[] {
-    return this.clientLists.run(query, 'enabled = 1 AND external_auth_url IS NOT NULL').items
+  listForClient(query: ListQuery, withEnrollment = false): ClientSignerRow[] {
+    const base = withEnrollment
+      ? 'enabled = 1 AND (external_auth_url IS NOT NULL OR enroll_to_token_enabled = 1 OR enroll_to_cert_enabled = 1)'
+      : 'enabled = 1 AND external_auth_url IS NOT NULL'
+    return this.clientLists.run(query, base).items
   }
 }
