@@ -17,6 +17,7 @@ import {
   type WritableSigner,
 } from './signer-rules.js'
 
+export type { ClientSignerRow } from '../store/contract.js'
 export type { SignerRecord }
 
 export interface SignerServiceOptions {

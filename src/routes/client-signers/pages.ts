@@ -1,6 +1,5 @@
 import type { ClientSignerFields } from '../../config.js'
-import type { SignerService } from '../../signers/signer-service.js'
-import type { ClientSignerRow } from '../../store/contract.js'
+import type { ClientSignerRow, SignerService } from '../../signers/signer-service.js'
 import type { ListQuery } from '../common-schemas.js'
 import { type CachedBody, pageKey, ResponseCache, tagged } from '../response-cache.js'
 
