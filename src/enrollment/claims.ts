@@ -14,10 +14,14 @@ export class ClaimsRefused extends Error {
   override name = 'ClaimsRefused'
 }
 
-function nonEmpty(claims: JWTPayload, pointer: string, what: string): string {
+function nonEmpty(claims: JWTPayload, pointer: string, what: string, max: number): string {
   const value = claimValue(claims, pointer)
   if (typeof value !== 'string' || value === '') {
     throw new ClaimsRefused(`claim ${pointer} (${what}) is not a non-empty string`)
+  }
+  // The limits an operator's identity create has.
+  if (value.length > max) {
+    throw new ClaimsRefused(`claim ${pointer} (${what}) is over ${max} characters`)
   }
   return value
 }
@@ -44,8 +48,8 @@ function attributes(claims: JWTPayload, pointer: string | null): string[] {
 export function enrollmentClaims(claims: JWTPayload, signer: SignerRecord): EnrollmentClaims {
   const property = signer.claimsProperty
   return {
-    externalId: nonEmpty(claims, property, 'externalId'),
-    name: nonEmpty(claims, signer.enrollNameClaimsSelector, 'name'),
+    externalId: nonEmpty(claims, property, 'externalId', 1024),
+    name: nonEmpty(claims, signer.enrollNameClaimsSelector, 'name', 255),
     roleAttributes: attributes(claims, signer.enrollAttributeClaimsSelector),
   }
 }

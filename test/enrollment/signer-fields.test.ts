@@ -28,7 +28,7 @@ forEachStore(() => {
       const data = (await manage('GET', `/external-jwt-signers/${id}`)).json().data
       expect(data).toMatchObject({
         enrollNameClaimsSelector: '/sub',
-        enrollAttributeClaimsSelector: null,
+        enrollAttributeClaimsSelector: '',
         enrollAuthPolicyId: 'default',
       })
       expect(data).not.toHaveProperty('enrollToTokenEnabled')

@@ -33,7 +33,7 @@ export function toSignerDetail(s: SignerRecord): SignerDetail {
     ...(s.enrollToTokenEnabled ? { enrollToTokenEnabled: true } : {}),
     ...(s.enrollToCertEnabled ? { enrollToCertEnabled: true } : {}),
     enrollNameClaimsSelector: s.enrollNameClaimsSelector,
-    enrollAttributeClaimsSelector: s.enrollAttributeClaimsSelector,
+    enrollAttributeClaimsSelector: s.enrollAttributeClaimsSelector ?? '', // a plain string upstream
     enrollAuthPolicyId: s.enrollAuthPolicyId,
     commonName: s.commonName ?? '',
     fingerprint: s.fingerprint,

@@ -86,7 +86,7 @@ export const SignerDetailSchema = Type.Object({
   enrollToTokenEnabled: Type.Optional(Type.Boolean()),
   enrollToCertEnabled: Type.Optional(Type.Boolean()),
   enrollNameClaimsSelector: Type.String(),
-  enrollAttributeClaimsSelector: Nullable(Type.String()),
+  enrollAttributeClaimsSelector: Type.String({ description: 'empty when unset' }),
   enrollAuthPolicyId: Type.String(),
   commonName: Type.String(),
   fingerprint: Nullable(Type.String()),
