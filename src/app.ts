@@ -3,6 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
+import { type ControllerDirectory, singleController } from './enrollment/controllers.js'
+import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, redaction } from './logger.js'
@@ -49,6 +51,10 @@ export interface BuildAppOptions {
   verifiedCacheEntries?: number
   /** Called once when the bootstrap admin was created with a generated password. */
   onGeneratedAdminPassword?: (name: string, password: string) => void
+  /** Signs enrollment CSRs (`CTRL_ENROLL_CA_*`); absent: CSRs are refused. */
+  enrollCa?: EnrollmentCa
+  /** The controllers enrollment answers list; default: this instance alone. */
+  controllers?: ControllerDirectory
   /** Prometheus metrics to count into (served on a listener of their own); absent: none counted. */
   metrics?: Metrics
 }
@@ -96,6 +102,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     jwksFetchTimeoutMs: options.jwksFetchTimeoutMs,
     resolver: options.resolver,
     verifiedCacheEntries: options.verifiedCacheEntries,
+    controllers: options.controllers ?? thisController(options),
+    enrollCa: options.enrollCa,
   })
   app.addHook('onClose', services.close)
   metrics?.watch({
@@ -116,7 +124,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     clock,
     onLogin: metrics?.login,
   }
-  const pages = new ClientSignerPages(services.signers)
+  const pages = new ClientSignerPages(services.signers, config.clientSignerFields)
+  await warnUnusableSigners(services, config, app.log)
 
   // The APIs.
   await app.register(healthRoutes, { ping: services.health })
@@ -126,7 +135,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   })
   await app.register(caCertsRoutes, { pkcs7 })
   await app.register(managementApi, { prefix: MANAGEMENT_PREFIX, services, auth, sessions })
-  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages })
+  const enroll = {
+    enrollment: services.enrollment,
+    trustBundlePem: options.https
+      ? (options.caPem ?? options.https.cert.toString('utf8'))
+      : undefined,
+    limiter: sessions.limiter,
+    onEnroll: metrics?.enrollment,
+  }
+  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages, enroll })
   lane = clientListLane({
     path: `${CLIENT_PREFIX}/external-jwt-signers`,
     pages,
@@ -141,6 +158,33 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.ready()
   return app
+}
+
+/** Under the seed's client list, says once that OpenZiti's clients cannot use what it leaves out. */
+async function warnUnusableSigners(
+  services: Awaited<ReturnType<typeof createServices>>,
+  config: Config,
+  log: FastifyInstance['log'],
+): Promise<void> {
+  if (config.clientSignerFields !== 'seed') return
+  const signers = (await services.store.repos.signers.all()).filter(
+    (s) => s.enabled && (s.clientId !== null || s.enrollToTokenEnabled || s.enrollToCertEnabled),
+  )
+  if (signers.length === 0) return
+  log.warn(
+    { signerIds: signers.map((s) => s.id), setting: 'CTRL_CLIENT_SIGNER_FIELDS' },
+    'OpenZiti clients will not be able to use these signers: the client signer list leaves out clientId and enrollment (set CTRL_CLIENT_SIGNER_FIELDS=openziti)',
+  )
+}
+
+/** This instance, by its configured address, until the controllers list replaces it. */
+function thisController(options: BuildAppOptions): ControllerDirectory {
+  const { host, port } = options.config
+  const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`
+  return singleController({
+    name: authority,
+    baseUrl: `${options.https ? 'https' : 'http'}://${authority}`,
+  })
 }
 
 /** Fastify with every server option: the same in tests and in production. */

@@ -46,7 +46,16 @@ export interface Config {
   consoleDir: string | undefined
   /** Exact origins (`https://host:port`) whose browsers may call the APIs; empty: no CORS. */
   corsOrigins: string[]
+  /** PEM files of the CA that signs enrolling identities' CSRs; unset: CSRs are refused. */
+  enrollCaCertPath: string | undefined
+  enrollCaKeyPath: string | undefined
+  enrollCertValidityMs: number
+  /** What the unauthenticated client signer list shows: the seed's fields, or OpenZiti's. */
+  clientSignerFields: ClientSignerFields
 }
+
+export const CLIENT_SIGNER_FIELDS = ['seed', 'openziti'] as const
+export type ClientSignerFields = (typeof CLIENT_SIGNER_FIELDS)[number]
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -88,6 +97,10 @@ export const DEFAULT_CONFIG: Config = {
   metricsHost: '127.0.0.1',
   consoleDir: undefined,
   corsOrigins: [],
+  enrollCaCertPath: undefined,
+  enrollCaKeyPath: undefined,
+  enrollCertValidityMs: 365 * 24 * 3_600_000,
+  clientSignerFields: 'seed',
 }
 
 type Env = Record<string, string | undefined>
@@ -218,6 +231,20 @@ export function loadConfig(env: Env): Config {
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
     throw new ConfigError(`CTRL_METRICS_PORT: must differ from CTRL_PORT (${port})`)
   }
+  const enrollCaCertPath = read(env, 'CTRL_ENROLL_CA_CERT')
+  const enrollCaKeyPath = read(env, 'CTRL_ENROLL_CA_KEY')
+  if ((enrollCaCertPath === undefined) !== (enrollCaKeyPath === undefined)) {
+    const [set, missing] =
+      enrollCaCertPath === undefined
+        ? ['CTRL_ENROLL_CA_KEY', 'CTRL_ENROLL_CA_CERT']
+        : ['CTRL_ENROLL_CA_CERT', 'CTRL_ENROLL_CA_KEY']
+    throw new ConfigError(`${set}: needs ${missing} as well to sign enrollment CSRs`)
+  }
+  const fields = read(env, 'CTRL_CLIENT_SIGNER_FIELDS') ?? DEFAULT_CONFIG.clientSignerFields
+  const clientSignerFields = CLIENT_SIGNER_FIELDS.find((f) => f === fields)
+  if (clientSignerFields === undefined) {
+    throw new ConfigError(`CTRL_CLIENT_SIGNER_FIELDS: must be seed or openziti, got "${fields}"`)
+  }
   return {
     host: read(env, 'CTRL_HOST') ?? DEFAULT_CONFIG.host,
     port,
@@ -286,5 +313,13 @@ export function loadConfig(env: Env): Config {
     metricsHost: read(env, 'CTRL_METRICS_HOST') ?? DEFAULT_CONFIG.metricsHost,
     consoleDir: read(env, 'CTRL_CONSOLE_DIR'),
     corsOrigins: origins(env),
+    enrollCaCertPath,
+    enrollCaKeyPath,
+    enrollCertValidityMs: duration(
+      env,
+      'CTRL_ENROLL_CERT_VALIDITY',
+      DEFAULT_CONFIG.enrollCertValidityMs,
+    ),
+    clientSignerFields,
   }
 }

@@ -16,6 +16,8 @@ const CODES = {
   INVALID_PAGINATION: [400, 'The pagination properties provided are invalid'],
   INVALID_SORT_IDENTIFIER: [400, 'The sort order supplied is invalid'],
   INVALID_AUTH_METHOD: [400, 'The supplied authentication method is not valid'],
+  INVALID_ENROLLMENT_TOKEN: [400, 'The supplied token is not valid for enrollment'],
+  COULD_NOT_PROCESS_CSR: [400, 'Could not process the supplied certificate signing request'],
   UNAUTHORIZED: [
     401,
     'The request could not be completed. The session is not authorized or the credentials are invalid',
@@ -25,6 +27,8 @@ const CODES = {
   METHOD_NOT_ALLOWED: [405, 'The resource requested does not support this HTTP verb'],
   REQUEST_TIMEOUT: [408, 'The request was not received in time'],
   CONFLICT: [409, 'The request conflicts with the current state of the resource, see cause'],
+  INVALID_ENROLLMENT_NOT_ALLOWED: [409, 'The requested enrollment is not allowed'],
+  ENROLLMENT_IDENTITY_ALREADY_ENROLLED: [409, 'The identity is already enrolled'],
   CAN_NOT_DELETE_REFERENCED_ENTITY: [
     409,
     'the entity cannot be deleted because it is referenced by another entity, see cause',

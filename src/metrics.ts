@@ -26,6 +26,7 @@ export class Metrics {
   private readonly logins: Counter<'method' | 'result' | 'reason'>
   private readonly secondaries: Counter<'result' | 'reason'>
   private readonly jwksFetches: Counter<'signer_id' | 'result'>
+  private readonly enrollments: Counter<'method' | 'result' | 'reason'>
 
   constructor() {
     const registers = [this.registry]
@@ -54,6 +55,12 @@ export class Metrics {
       labelNames: ['result', 'reason'],
       registers,
     })
+    this.enrollments = new Counter({
+      name: 'ctrl_enrollments_total',
+      help: 'JWT enrollments by method (token, cert), result (success, failure) and reason',
+      labelNames: ['method', 'result', 'reason'],
+      registers,
+    })
     this.jwksFetches = new Counter({
       name: 'ctrl_jwks_fetches_total',
       help: 'JWKS fetches by signer and result (ok, error)',
@@ -71,6 +78,11 @@ export class Metrics {
   readonly login = (event: LoginEvent): void => {
     const reason = event.ok ? 'none' : loginFailureReason(event.error, event.refusal)
     this.logins.inc({ method: event.method, result: event.ok ? 'success' : 'failure', reason })
+  }
+
+  /** One enrollment attempt; `reason` is one of ENROLLMENT_REASONS (`none` on success). */
+  readonly enrollment = (method: 'token' | 'cert', reason: string): void => {
+    this.enrollments.inc({ method, result: reason === 'none' ? 'success' : 'failure', reason })
   }
 
   readonly secondary = (result: SecondaryResult): void => {

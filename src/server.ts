@@ -4,6 +4,7 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { caughtMessage } from './errors.js'
 import type { MetricsListener } from './metrics/listener.js'
 
@@ -47,6 +48,23 @@ async function main(): Promise<void> {
     }
   }
 
+  let enrollCa: EnrollmentCa | undefined
+  if (config.enrollCaCertPath && config.enrollCaKeyPath) {
+    try {
+      // Loaded only when configured, as the CA bundle above.
+      const { EnrollmentCa } = await import('./enrollment/enrollment-ca.js')
+      enrollCa = await EnrollmentCa.load(
+        readFileSync(config.enrollCaCertPath, 'utf8'),
+        readFileSync(config.enrollCaKeyPath, 'utf8'),
+      )
+    } catch (err) {
+      process.stderr.write(
+        `invalid setting: CTRL_ENROLL_CA_CERT/CTRL_ENROLL_CA_KEY: ${caughtMessage(err)}\n`,
+      )
+      process.exit(1)
+    }
+  }
+
   // Each log line is written to stdout as it is made, as Node itself writes to files and pipes: a
   // crash loses no line. The asynchronous mode cost more under load: while one write waited on the
   // thread pool, each new line was appended to a pending string that was then measured, and so
@@ -61,6 +79,7 @@ async function main(): Promise<void> {
     ...(metrics ? { metrics } : {}),
     ...(https ? { https } : {}),
     ...(caPem === undefined ? {} : { caPem }),
+    ...(enrollCa ? { enrollCa } : {}),
     onGeneratedAdminPassword: (name, password) => {
       process.stderr.write(
         `created admin identity "${name}" with generated password: ${password}\n` +

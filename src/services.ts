@@ -1,6 +1,9 @@
 import { buildAudit } from './audit/audit-module.js'
 import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
+import { type ControllerDirectory, singleController } from './enrollment/controllers.js'
+import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
+import { buildEnrollment } from './enrollment/enrollment-module.js'
 import { buildIdentities } from './identities/identity-module.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { buildVerification } from './jwt/verification-module.js'
@@ -20,6 +23,10 @@ export interface ServiceOptions {
   jwksFetchTimeoutMs?: number | undefined
   resolver?: Resolver | undefined
   verifiedCacheEntries?: number | undefined
+  /** The controllers enrollment answers name (the controllers list plugs in here); default: this one. */
+  controllers?: ControllerDirectory | undefined
+  /** Signs enrollment CSRs; absent: CSRs are refused. */
+  enrollCa?: EnrollmentCa | undefined
 }
 
 /**
@@ -67,6 +74,19 @@ export async function createServices(o: ServiceOptions) {
     stale: () => store.stale,
     verifiedCacheEntries: o.verifiedCacheEntries,
   })
+  const { enrollment } = buildEnrollment({
+    store,
+    changes,
+    audit: audit.audit,
+    verifier: verification.verifier,
+    policies,
+    clock,
+    controllers:
+      o.controllers ??
+      singleController({ name: config.host, baseUrl: `http://${config.host}:${config.port}` }),
+    ca: o.enrollCa,
+    certValidityMs: config.enrollCertValidityMs,
+  })
   followChanges({ changes, store, ...signers, ...verification, sessions: people.sessions })
 
   const { sessions, identities } = people
@@ -89,6 +109,7 @@ export async function createServices(o: ServiceOptions) {
       policyOf: (i: Parameters<typeof policies.policyOf>[0]) => policies.policyOf(i),
     },
     discover: signers.discover,
+    enrollment,
     explain: verification.explain,
     /** OpenZiti's summary counts (`GET /summary`): each list's total, and the stored sessions. */
     counts: async () => {

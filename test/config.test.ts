@@ -103,6 +103,10 @@ describe('loadConfig', () => {
     ['CTRL_DB_STATEMENT_TIMEOUT', '0s'],
     ['CTRL_AUDIT_RETENTION', '30d'],
     ['CTRL_AUDIT_RETENTION', '0'],
+    ['CTRL_ENROLL_CA_CERT', 'only-cert.pem'],
+    ['CTRL_ENROLL_CA_KEY', 'only-key.pem'],
+    ['CTRL_ENROLL_CERT_VALIDITY', '1y'],
+    ['CTRL_CLIENT_SIGNER_FIELDS', 'all'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

@@ -161,6 +161,14 @@ export class ExternalJwtVerifier {
     return this.allowPrimary({ signer: verified.signer, identity, kid: verified.kid })
   }
 
+  /**
+   * Every check of JWT login except the identity match (JWT enrollment, whose token names an
+   * identity that does not exist yet); `signerId` pins the signer. Never uses the cache.
+   */
+  verifyWithoutIdentity(token: string, signerId?: string): Promise<VerifiedJwt> {
+    return verifyExternalJwt(token, this.keys, this.options, signerId)
+  }
+
   /** Primary authentication: the first token that matches an identity whose policy allows it. */
   async authenticate(tokens: string[]): Promise<Authenticated> {
     let failure: JwtRejected | undefined

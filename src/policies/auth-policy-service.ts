@@ -230,6 +230,15 @@ export class AuthPolicyService {
           cause: { field: 'authPolicyId', reason: 'an identity uses this policy', value: id },
         })
       }
+      if (await tx.signers.usesEnrollPolicy(id)) {
+        throw new AppError('CAN_NOT_DELETE_REFERENCED_ENTITY', {
+          cause: {
+            field: 'enrollAuthPolicyId',
+            reason: 'a signer enrolls identities into this policy',
+            value: id,
+          },
+        })
+      }
       await tx.policies.delete(id)
       await tx.publish({ entity: 'policy', op: 'delete', id })
       return [

@@ -18,6 +18,11 @@ export interface SignerInput {
   clientId?: string | null
   scopes?: string[] | null
   targetToken?: TargetToken | null
+  enrollToTokenEnabled?: boolean | null
+  enrollToCertEnabled?: boolean | null
+  enrollNameClaimsSelector?: string | null
+  enrollAttributeClaimsSelector?: string | null
+  enrollAuthPolicyId?: string | null
   tags?: Record<string, unknown> | null
 }
 
@@ -36,6 +41,11 @@ function text(value: string | null | undefined): string | null {
   return value === undefined || value === '' ? null : value
 }
 
+/** A claims selector as stored: a JSON pointer (a bare claim name gets a leading `/`, as upstream). */
+function pointer(value: string | null): string | null {
+  return value === null || value.startsWith('/') ? value : `/${value}`
+}
+
 /** Applies defaults to a create or PUT body: omitted optional fields take their default. */
 export function fromInput(input: SignerInput): WritableSigner {
   return {
@@ -52,12 +62,26 @@ export function fromInput(input: SignerInput): WritableSigner {
     clientId: text(input.clientId),
     scopes: input.scopes ?? null,
     targetToken: input.targetToken ?? 'ACCESS',
+    enrollToTokenEnabled: input.enrollToTokenEnabled ?? false,
+    enrollToCertEnabled: input.enrollToCertEnabled ?? false,
+    enrollNameClaimsSelector: pointer(text(input.enrollNameClaimsSelector)) ?? '/sub',
+    enrollAttributeClaimsSelector: pointer(text(input.enrollAttributeClaimsSelector)),
+    enrollAuthPolicyId: text(input.enrollAuthPolicyId) ?? 'default',
     tags: input.tags ?? {},
   }
 }
 
 const PATCH_RULES: PatchRules<WritableSigner> = {
-  defaults: { claimsProperty: 'sub', useExternalId: false, targetToken: 'ACCESS', tags: {} },
+  defaults: {
+    claimsProperty: 'sub',
+    useExternalId: false,
+    targetToken: 'ACCESS',
+    enrollToTokenEnabled: false,
+    enrollToCertEnabled: false,
+    enrollNameClaimsSelector: '/sub',
+    enrollAuthPolicyId: 'default',
+    tags: {},
+  },
   required: REQUIRED,
 }
 
@@ -81,9 +105,9 @@ function checkUrl(field: string, value: string | null): void {
 }
 
 /** RFC 6901: `~` must be followed by 0 or 1. */
-function checkClaimsProperty(value: string): void {
-  if (value.startsWith('/') && /~(?![01])/.test(value)) {
-    throw fieldError('COULD_NOT_VALIDATE', 'claimsProperty', 'not a valid JSON pointer', value)
+function checkPointer(field: string, value: string | null): void {
+  if (value?.startsWith('/') && /~(?![01])/.test(value)) {
+    throw fieldError('COULD_NOT_VALIDATE', field, 'not a valid JSON pointer', value)
   }
 }
 
@@ -94,7 +118,17 @@ function checkClaimsProperty(value: string): void {
 export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
   checkUrl('jwksEndpoint', s.jwksEndpoint)
   checkUrl('externalAuthUrl', s.externalAuthUrl)
-  checkClaimsProperty(s.claimsProperty)
+  checkPointer('claimsProperty', s.claimsProperty)
+  checkPointer('enrollNameClaimsSelector', s.enrollNameClaimsSelector)
+  checkPointer('enrollAttributeClaimsSelector', s.enrollAttributeClaimsSelector)
+  // Upstream accepts this and creates identities whose tokens can never log them in.
+  if (s.enrollToTokenEnabled && !s.useExternalId) {
+    throw fieldError(
+      'COULD_NOT_VALIDATE',
+      'useExternalId',
+      'must be true with enrollToTokenEnabled: enrolled identities are found by externalId',
+    )
+  }
   if (s.jwksEndpoint !== null && s.certPem !== null) {
     throw fieldError(
       'INVALID_FIELD',

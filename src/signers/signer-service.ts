@@ -4,7 +4,7 @@ import type { ChangeBus } from '../changes.js'
 import { AppError, fieldError } from '../errors.js'
 import { newId } from '../ids.js'
 import { notFound } from '../resources.js'
-import type { SignerRecord, Store } from '../store/contract.js'
+import type { SignerRecord, Store, UnitOfWork } from '../store/contract.js'
 import { type ListParams, parseListQuery } from '../store/query/list-query.js'
 import { CLIENT_SIGNER_LIST_SPEC, SIGNER_LIST_SPEC } from '../store/sqlite/signer-repository.js'
 import type { SignerCertificate } from './certificate.js'
@@ -17,6 +17,7 @@ import {
   type WritableSigner,
 } from './signer-rules.js'
 
+export type { ClientSignerRow } from '../store/contract.js'
 export type { SignerRecord }
 
 export interface SignerServiceOptions {
@@ -94,6 +95,23 @@ export class SignerService {
     }
   }
 
+  /** The enrollment policy exists and allows the primary login each enabled enrollment makes. */
+  private async checkEnrollPolicy(tx: UnitOfWork, s: SignerRecord): Promise<void> {
+    const field = 'enrollAuthPolicyId'
+    const policy = await tx.policies.get(s.enrollAuthPolicyId)
+    if (!policy) {
+      throw fieldError('COULD_NOT_VALIDATE', field, 'no policy has this id', s.enrollAuthPolicyId)
+    }
+    if (s.enrollToTokenEnabled && !policy.extJwtAllowed) {
+      const reason = 'the policy must allow primary ext-jwt login with enrollToTokenEnabled'
+      throw fieldError('COULD_NOT_VALIDATE', field, reason, s.enrollAuthPolicyId)
+    }
+    if (s.enrollToCertEnabled && !policy.certAllowed) {
+      const reason = 'the policy must allow primary certificate login with enrollToCertEnabled'
+      throw fieldError('COULD_NOT_VALIDATE', field, reason, s.enrollAuthPolicyId)
+    }
+  }
+
   private emit(op: 'upsert' | 'delete', record: SignerRecord, previous?: SignerRecord): void {
     this.options.changes.emit({
       entity: 'signer',
@@ -110,6 +128,7 @@ export class SignerService {
     const now = this.options.clock().toISOString()
     const signer = this.build(fromInput(input), { id: newId(), createdAt: now }, now)
     const event = await this.options.store.transaction(async (tx) => {
+      await this.checkEnrollPolicy(tx, signer)
       await tx.signers.insert(signer)
       await tx.publish({ entity: 'signer', op: 'upsert', id: signer.id })
       const changedFields = bodyFields(input, [], true)
@@ -130,9 +149,10 @@ export class SignerService {
     return this.options.store.repos.signers.list(parseListQuery(params, SIGNER_LIST_SPEC))
   }
 
-  listForClient(params: ListParams) {
+  /** The client list; `withEnrollment` adds signers that allow enrollment (OpenZiti's list). */
+  listForClient(params: ListParams, withEnrollment = false) {
     const query = parseListQuery(params, CLIENT_SIGNER_LIST_SPEC)
-    return this.options.store.repos.signers.listForClient(query)
+    return this.options.store.repos.signers.listForClient(query, withEnrollment)
   }
 
   /** PUT: omitted optional fields reset to their defaults. */
@@ -158,6 +178,7 @@ export class SignerService {
       if (!current) throw notFound('signer', id)
       const now = this.options.clock().toISOString()
       const next = this.build(change(current), { id, createdAt: current.createdAt }, now)
+      await this.checkEnrollPolicy(tx, next)
       if (!(await tx.signers.update(next))) throw notFound('signer', id)
       await tx.publish({ entity: 'signer', op: 'upsert', id })
       const event = await audit.record(tx, ctx, {

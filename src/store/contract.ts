@@ -18,6 +18,14 @@ export interface SignerRecord {
   clientId: string | null
   scopes: string[] | null
   targetToken: TargetToken
+  /** JWT enrollment: a token may create an identity (`enroll/token`), with or without a CSR. */
+  enrollToTokenEnabled: boolean
+  enrollToCertEnabled: boolean
+  /** JSON pointers (`/preferred_username`) to the new identity's name and role attributes. */
+  enrollNameClaimsSelector: string
+  enrollAttributeClaimsSelector: string | null
+  /** The policy enrolled identities get. */
+  enrollAuthPolicyId: string
   commonName: string | null
   fingerprint: string | null
   notBefore: string | null
@@ -27,11 +35,22 @@ export interface SignerRecord {
   updatedAt: string
 }
 
-/** What the unauthenticated client list shows of a signer. */
+/** What the unauthenticated client list may show of a signer (OpenZiti's clients read all of it). */
 export interface ClientSignerRow {
   id: string
   name: string
-  externalAuthUrl: string
+  /** Null only for a signer listed for enrollment alone. */
+  externalAuthUrl: string | null
+  issuer: string
+  audience: string
+  clientId: string | null
+  scopes: string[] | null
+  targetToken: TargetToken
+  enrollToTokenEnabled: boolean
+  enrollToCertEnabled: boolean
+  tags: Record<string, unknown>
+  createdAt: string
+  updatedAt: string
 }
 
 /** An identity as stored (without its password hash). */
@@ -48,6 +67,16 @@ export interface IdentityRecord {
   tags: Record<string, unknown>
   createdAt: string
   updatedAt: string
+}
+
+/** A certificate authenticator: the certificate an identity enrolled with a CSR got. */
+export interface CertAuthenticatorRecord {
+  id: string
+  identityId: string
+  /** SHA-1 of the DER, lowercase hex. */
+  fingerprint: string
+  certPem: string
+  createdAt: string
 }
 
 /** An authentication policy as stored. */
@@ -92,6 +121,7 @@ export type AuditAction =
   | 'login'
   | 'login-failed'
   | 'logout'
+  | 'enroll'
 
 /** The kinds of entity audit events name (the edge API's entity names). */
 export type AuditEntityType =
@@ -130,8 +160,13 @@ export interface SignerRepository {
    * one value). SQLite has one writer, which hears its own changes: its version never changes.
    */
   listVersion(): Promise<string>
-  /** Enabled signers with an externalAuthUrl (only id and name are filterable). */
-  listForClient(query: ListQuery): Promise<ClientSignerRow[]>
+  /**
+   * Enabled signers with an externalAuthUrl, and with `withEnrollment` also those that allow
+   * enrollment (only id and name are filterable).
+   */
+  listForClient(query: ListQuery, withEnrollment?: boolean): Promise<ClientSignerRow[]>
+  /** Whether any signer enrolls identities into this policy. */
+  usesEnrollPolicy(policyId: string): Promise<boolean>
 }
 
 /** Persistence of identities and their password hashes. */
@@ -151,6 +186,7 @@ export interface IdentityRepository {
    * units of work are serialised already).
    */
   lockAdmins(): Promise<void>
+  insertCertAuthenticator(authenticator: CertAuthenticatorRecord): Promise<void>
   hasAdmin(): Promise<boolean>
   list(query: ListQuery): Promise<ListPage<IdentityRecord>>
   /** The distinct role attributes of all identities (`ROLE_ATTRIBUTE_LIST_SPEC`'s field `id`). */

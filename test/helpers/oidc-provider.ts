@@ -10,8 +10,14 @@ export interface RunningProvider {
   close: () => Promise<void>
 }
 
-/** A real OpenID provider on 127.0.0.1 (oidc-provider), with the given confidential clients. */
-export async function startOidcProvider(clientIds: string[]): Promise<RunningProvider> {
+/**
+ * A real OpenID provider on 127.0.0.1 (oidc-provider), with the given confidential clients;
+ * `extraClaims` adds claims to each client's access tokens (a user's name, groups).
+ */
+export async function startOidcProvider(
+  clientIds: string[],
+  extraClaims: (clientId: string) => Record<string, unknown> = () => ({}),
+): Promise<RunningProvider> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
   const key = { ...(await exportJWK(privateKey)), kid: 'idp-key-1', alg: 'RS256', use: 'sig' }
   let serve: ReturnType<Provider['callback']> | undefined
@@ -28,6 +34,7 @@ export async function startOidcProvider(clientIds: string[]): Promise<RunningPro
       token_endpoint_auth_method: 'client_secret_post' as const,
     })),
     jwks: { keys: [key] },
+    extraTokenClaims: (_ctx, token) => extraClaims(String(token.clientId)),
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },

@@ -2,9 +2,17 @@ import { type Static, Type } from '@sinclair/typebox'
 import { ListMetaSchema, Nullable, TimestampSchema } from '../common-schemas.js'
 
 const Action = Type.Union(
-  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'login-failed', 'logout'].map(
-    (a) => Type.Literal(a),
-  ),
+  [
+    'create',
+    'update',
+    'patch',
+    'delete',
+    'set-password',
+    'login',
+    'login-failed',
+    'logout',
+    'enroll',
+  ].map((a) => Type.Literal(a)),
 )
 
 const EntityType = Type.Union(

@@ -1,4 +1,5 @@
-import type { SignerService } from '../../signers/signer-service.js'
+import type { ClientSignerFields } from '../../config.js'
+import type { ClientSignerRow, SignerService } from '../../signers/signer-service.js'
 import type { ListQuery } from '../common-schemas.js'
 import { type CachedBody, pageKey, ResponseCache, tagged } from '../response-cache.js'
 
@@ -11,7 +12,10 @@ const DEFAULT_PAGE = pageKey({})
 export class ClientSignerPages {
   private readonly cache = new ResponseCache()
 
-  constructor(private readonly signers: SignerService) {
+  constructor(
+    private readonly signers: SignerService,
+    private readonly fields: ClientSignerFields = 'seed',
+  ) {
     signers.onListChange(() => this.cache.clear())
   }
 
@@ -19,12 +23,9 @@ export class ClientSignerPages {
   async page(q: ListQuery): Promise<CachedBody> {
     const build = async () =>
       JSON.stringify({
-        data: (await this.signers.listForClient(q)).map((s) => ({
-          id: s.id,
-          name: s.name,
-          externalAuthUrl: s.externalAuthUrl,
-          _links: { self: { href: `./external-jwt-signers/${s.id}` } },
-        })),
+        data: (await this.signers.listForClient(q, this.fields === 'openziti')).map((s) =>
+          this.fields === 'openziti' ? openZitiView(s) : seedView(s),
+        ),
         meta: {},
       })
     const version = await this.signers.listVersion()
@@ -40,5 +41,35 @@ export class ClientSignerPages {
   keptDefault(): CachedBody | undefined {
     const version = this.signers.localListVersion()
     return version === undefined ? undefined : this.cache.peek(DEFAULT_PAGE, version)
+  }
+}
+
+const links = (id: string) => ({ self: { href: `./external-jwt-signers/${id}` } })
+
+/** The seed's view: how to start a login, nothing more. */
+function seedView(s: ClientSignerRow) {
+  return { id: s.id, name: s.name, externalAuthUrl: s.externalAuthUrl ?? '', _links: links(s.id) }
+}
+
+/**
+ * OpenZiti's view (`clientExternalJwtSignerDetail`): what its clients need to run the provider's
+ * login themselves, and whether the signer enrolls.
+ */
+function openZitiView(s: ClientSignerRow) {
+  return {
+    id: s.id,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    tags: s.tags,
+    name: s.name,
+    externalAuthUrl: s.externalAuthUrl ?? '',
+    clientId: s.clientId,
+    scopes: s.scopes ?? [],
+    audience: s.audience,
+    targetToken: s.targetToken,
+    enrollToCertEnabled: s.enrollToCertEnabled,
+    enrollToTokenEnabled: s.enrollToTokenEnabled,
+    openIdConfigurationUrl: `${s.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
+    _links: links(s.id),
   }
 }

@@ -30,6 +30,11 @@ export function toSignerDetail(s: SignerRecord): SignerDetail {
     clientId: s.clientId,
     scopes: s.scopes,
     targetToken: s.targetToken,
+    ...(s.enrollToTokenEnabled ? { enrollToTokenEnabled: true } : {}),
+    ...(s.enrollToCertEnabled ? { enrollToCertEnabled: true } : {}),
+    enrollNameClaimsSelector: s.enrollNameClaimsSelector,
+    enrollAttributeClaimsSelector: s.enrollAttributeClaimsSelector ?? '', // a plain string upstream
+    enrollAuthPolicyId: s.enrollAuthPolicyId,
     commonName: s.commonName ?? '',
     fingerprint: s.fingerprint,
     notBefore: s.notBefore,

@@ -41,8 +41,7 @@ const optionalFields = {
   scopes: Type.Optional(NullableScopes),
   targetToken: Type.Optional(NullableTargetToken),
   tags: Type.Optional(NullableTags),
-  // JWT enrollment settings OpenZiti's tools may send; this service has no enrollment, so they are
-  // accepted (typed) and have no effect.
+  // JWT enrollment (`POST /edge/client/v1/enroll/token`); selectors are JSON pointers.
   enrollToCertEnabled: Type.Optional(Nullable(Type.Boolean())),
   enrollToTokenEnabled: Type.Optional(Nullable(Type.Boolean())),
   enrollNameClaimsSelector: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
@@ -83,6 +82,12 @@ export const SignerDetailSchema = Type.Object({
   clientId: Nullable(Type.String()),
   scopes: Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string' } }),
   targetToken: TargetToken,
+  // As upstream: the flags are omitted when false.
+  enrollToTokenEnabled: Type.Optional(Type.Boolean()),
+  enrollToCertEnabled: Type.Optional(Type.Boolean()),
+  enrollNameClaimsSelector: Type.String(),
+  enrollAttributeClaimsSelector: Type.String({ description: 'empty when unset' }),
+  enrollAuthPolicyId: Type.String(),
   commonName: Type.String(),
   fingerprint: Nullable(Type.String()),
   notBefore: Nullable(TimestampSchema),
@@ -99,6 +104,17 @@ export const ClientSignerSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   externalAuthUrl: Type.String(),
+  // With CTRL_CLIENT_SIGNER_FIELDS=openziti only: what OpenZiti's clients read.
+  createdAt: Type.Optional(TimestampSchema),
+  updatedAt: Type.Optional(TimestampSchema),
+  tags: Type.Optional(TagsSchema),
+  clientId: Type.Optional(Nullable(Type.String())),
+  scopes: Type.Optional(Type.Array(Type.String())),
+  audience: Type.Optional(Type.String()),
+  targetToken: Type.Optional(TargetToken),
+  enrollToCertEnabled: Type.Optional(Type.Boolean()),
+  enrollToTokenEnabled: Type.Optional(Type.Boolean()),
+  openIdConfigurationUrl: Type.Optional(Type.String()),
   _links: LinksSchema,
 })
 

@@ -1,4 +1,4 @@
-import type { IdentityRecord, IdentityRepository } from '../contract.js'
+import type { CertAuthenticatorRecord, IdentityRecord, IdentityRepository } from '../contract.js'
 import type { ListPage, ListQuery } from '../query/list-query.js'
 import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
@@ -154,6 +154,14 @@ export class PgIdentityRepository implements IdentityRepository {
       updatedAt,
       id,
     ])
+  }
+
+  async insertCertAuthenticator(a: CertAuthenticatorRecord): Promise<void> {
+    await this.changed(
+      `INSERT INTO authenticators (id, identity_id, fingerprint, cert_pem, created_at)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [a.id, a.identityId, a.fingerprint, a.certPem, a.createdAt],
+    )
   }
 
   countEnabledAdmins(): Promise<number> {

@@ -19,6 +19,11 @@ interface SignerRow {
   client_id: string | null
   scopes: string[] | null
   target_token: TargetToken
+  enroll_to_token_enabled: boolean
+  enroll_to_cert_enabled: boolean
+  enroll_name_claims_selector: string
+  enroll_attribute_claims_selector: string | null
+  enroll_auth_policy_id: string
   common_name: string | null
   fingerprint: string | null
   not_before: Date | null
@@ -44,6 +49,11 @@ function toRecord(r: SignerRow): SignerRecord {
     clientId: r.client_id,
     scopes: r.scopes,
     targetToken: r.target_token,
+    enrollToTokenEnabled: r.enroll_to_token_enabled,
+    enrollToCertEnabled: r.enroll_to_cert_enabled,
+    enrollNameClaimsSelector: r.enroll_name_claims_selector,
+    enrollAttributeClaimsSelector: r.enroll_attribute_claims_selector,
+    enrollAuthPolicyId: r.enroll_auth_policy_id,
     commonName: r.common_name,
     fingerprint: r.fingerprint,
     notBefore: iso(r.not_before),
@@ -77,18 +87,28 @@ function values(s: SignerRecord): unknown[] {
     JSON.stringify(s.tags),
     s.createdAt,
     s.updatedAt,
+    s.enrollToTokenEnabled,
+    s.enrollToCertEnabled,
+    s.enrollNameClaimsSelector,
+    s.enrollAttributeClaimsSelector,
+    s.enrollAuthPolicyId,
   ]
 }
 
 const COLUMNS = `id, name, enabled, issuer, audience, jwks_endpoint, cert_pem, kid, claims_property,
   use_external_id, external_auth_url, client_id, scopes, target_token, common_name, fingerprint,
-  not_before, not_after, tags, created_at, updated_at`
+  not_before, not_after, tags, created_at, updated_at, enroll_to_token_enabled,
+  enroll_to_cert_enabled, enroll_name_claims_selector, enroll_attribute_claims_selector,
+  enroll_auth_policy_id`
 const INSERT = `INSERT INTO signers (${COLUMNS}) VALUES
-  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+   $22, $23, $24, $25, $26)`
 const UPDATE = `UPDATE signers SET name = $2, enabled = $3, issuer = $4, audience = $5,
   jwks_endpoint = $6, cert_pem = $7, kid = $8, claims_property = $9, use_external_id = $10,
   external_auth_url = $11, client_id = $12, scopes = $13, target_token = $14, common_name = $15,
-  fingerprint = $16, not_before = $17, not_after = $18, tags = $19, updated_at = $20
+  fingerprint = $16, not_before = $17, not_after = $18, tags = $19, updated_at = $20,
+  enroll_to_token_enabled = $21, enroll_to_cert_enabled = $22, enroll_name_claims_selector = $23,
+  enroll_attribute_claims_selector = $24, enroll_auth_policy_id = $25
   WHERE id = $1`
 const UNIQUE = { signers_name_key: 'name', signers_issuer_key: 'issuer', signers_kid: 'kid' }
 
@@ -97,7 +117,24 @@ export class PgSignerRepository implements SignerRepository {
   private static readonly lists = new PgListRunner<SignerRow, SignerRecord>('signers', toRecord)
   private static readonly clientLists = new PgListRunner<SignerRow, ClientSignerRow>(
     'signers',
-    (r) => ({ id: r.id, name: r.name, externalAuthUrl: r.external_auth_url ?? '' }), // base condition: not null
+    (r) => {
+      const s = toRecord(r)
+      return {
+        id: s.id,
+        name: s.name,
+        externalAuthUrl: s.externalAuthUrl,
+        issuer: s.issuer,
+        audience: s.audience,
+        clientId: s.clientId,
+        scopes: s.scopes,
+        targetToken: s.targetToken,
+        enrollToTokenEnabled: s.enrollToTokenEnabled,
+        enrollToCertEnabled: s.enrollToCertEnabled,
+        tags: s.tags,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
+      }
+    },
   )
 
   constructor(private readonly db: Queryable) {}
@@ -172,12 +209,15 @@ export class PgSignerRepository implements SignerRepository {
     return PgSignerRepository.lists.run(this.db, query)
   }
 
-  async listForClient(query: ListQuery): Promise<ClientSignerRow[]> {
-    const page = await PgSignerRepository.clientLists.run(
-      this.db,
-      query,
-      'enabled AND external_auth_url IS NOT NULL',
-    )
-    return page.items
+  async usesEnrollPolicy(policyId: string): Promise<boolean> {
+    const sql = 'SELECT id FROM signers WHERE enroll_auth_policy_id = $1 LIMIT 1'
+    return (await this.rows(sql, [policyId])).length > 0
+  }
+
+  async listForClient(query: ListQuery, withEnrollment = false): Promise<ClientSignerRow[]> {
+    const base = withEnrollment
+      ? 'enabled AND (external_auth_url IS NOT NULL OR enroll_to_token_enabled OR enroll_to_cert_enabled)'
+      : 'enabled AND external_auth_url IS NOT NULL'
+    return (await PgSignerRepository.clientLists.run(this.db, query, base)).items
   }
 }

@@ -1,4 +1,4 @@
-import type { IdentityRecord } from '../contract.js'
+import type { CertAuthenticatorRecord, IdentityRecord } from '../contract.js'
 import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
 import type { Db } from './connection.js'
 import { mapUniqueViolation } from './errors.js'
@@ -94,6 +94,7 @@ export class IdentityRepository {
   private readonly anyAdminStmt
   private readonly lists: ListRunner<IdentityRow, IdentityRecord>
   private readonly attributes: ListRunner<{ id: string }, string>
+  private readonly insertAuthenticatorStmt
 
   constructor(db: Db) {
     this.insertStmt = db.prepare<WriteRow>(
@@ -133,6 +134,14 @@ export class IdentityRepository {
       `(SELECT DISTINCT a.value AS id FROM identities, json_each(identities.role_attributes) AS a)`,
       (row) => row.id,
     )
+    this.insertAuthenticatorStmt = db.prepare<CertAuthenticatorRecord>(
+      `INSERT INTO authenticators (id, identity_id, fingerprint, cert_pem, created_at)
+       VALUES (@id, @identityId, @fingerprint, @certPem, @createdAt)`,
+    )
+  }
+
+  insertCertAuthenticator(authenticator: CertAuthenticatorRecord): void {
+    this.insertAuthenticatorStmt.run(authenticator)
   }
 
   insert(identity: IdentityRecord): void {

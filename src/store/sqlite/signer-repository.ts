@@ -21,6 +21,11 @@ interface SignerRow {
   client_id: string | null
   scopes: string | null
   target_token: TargetToken
+  enroll_to_token_enabled: number
+  enroll_to_cert_enabled: number
+  enroll_name_claims_selector: string
+  enroll_attribute_claims_selector: string | null
+  enroll_auth_policy_id: string
   common_name: string | null
   fingerprint: string | null
   not_before: string | null
@@ -46,6 +51,11 @@ function toRecord(r: SignerRow): SignerRecord {
     clientId: r.client_id,
     scopes: r.scopes === null ? null : (JSON.parse(r.scopes) as string[]), // written by toRow
     targetToken: r.target_token,
+    enrollToTokenEnabled: r.enroll_to_token_enabled === 1,
+    enrollToCertEnabled: r.enroll_to_cert_enabled === 1,
+    enrollNameClaimsSelector: r.enroll_name_claims_selector,
+    enrollAttributeClaimsSelector: r.enroll_attribute_claims_selector,
+    enrollAuthPolicyId: r.enroll_auth_policy_id,
     commonName: r.common_name,
     fingerprint: r.fingerprint,
     notBefore: r.not_before,
@@ -72,6 +82,11 @@ function toRow(s: SignerRecord): SignerRow {
     client_id: s.clientId,
     scopes: s.scopes === null ? null : JSON.stringify(s.scopes),
     target_token: s.targetToken,
+    enroll_to_token_enabled: s.enrollToTokenEnabled ? 1 : 0,
+    enroll_to_cert_enabled: s.enrollToCertEnabled ? 1 : 0,
+    enroll_name_claims_selector: s.enrollNameClaimsSelector,
+    enroll_attribute_claims_selector: s.enrollAttributeClaimsSelector,
+    enroll_auth_policy_id: s.enrollAuthPolicyId,
     common_name: s.commonName,
     fingerprint: s.fingerprint,
     not_before: s.notBefore,
@@ -97,6 +112,11 @@ const COLUMNS: (keyof SignerRow)[] = [
   'client_id',
   'scopes',
   'target_token',
+  'enroll_to_token_enabled',
+  'enroll_to_cert_enabled',
+  'enroll_name_claims_selector',
+  'enroll_attribute_claims_selector',
+  'enroll_auth_policy_id',
   'common_name',
   'fingerprint',
   'not_before',
@@ -163,6 +183,7 @@ export class SignerRepository {
   private readonly getStmt
   private readonly allStmt
   private readonly byIssuerStmt
+  private readonly enrollPolicyStmt
   private readonly lists: ListRunner<SignerRow, SignerRecord>
   private readonly clientLists: ListRunner<SignerRow, ClientSignerRow>
 
@@ -178,12 +199,28 @@ export class SignerRepository {
     this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
     this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
     this.byIssuerStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE issuer = ?')
+    this.enrollPolicyStmt = db.prepare<[string], { one: number }>(
+      'SELECT 1 AS one FROM signers WHERE enroll_auth_policy_id = ? LIMIT 1',
+    )
     this.lists = new ListRunner(db, 'signers', toRecord)
-    this.clientLists = new ListRunner(db, 'signers', (r) => ({
-      id: r.id,
-      name: r.name,
-      externalAuthUrl: r.external_auth_url ?? '', // the base condition excludes null
-    }))
+    this.clientLists = new ListRunner(db, 'signers', (r) => {
+      const s = toRecord(r)
+      return {
+        id: s.id,
+        name: s.name,
+        externalAuthUrl: s.externalAuthUrl,
+        issuer: s.issuer,
+        audience: s.audience,
+        clientId: s.clientId,
+        scopes: s.scopes,
+        targetToken: s.targetToken,
+        enrollToTokenEnabled: s.enrollToTokenEnabled,
+        enrollToCertEnabled: s.enrollToCertEnabled,
+        tags: s.tags,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
+      }
+    })
   }
 
   insert(signer: SignerRecord): void {
@@ -229,8 +266,15 @@ export class SignerRepository {
     return this.lists.run(query)
   }
 
+  usesEnrollPolicy(policyId: string): boolean {
+    return this.enrollPolicyStmt.get(policyId) !== undefined
+  }
+
   /** Enabled signers that clients can start a login at: only what the client list shows. */
-  listForClient(query: ListQuery): ClientSignerRow[] {
-    return this.clientLists.run(query, 'enabled = 1 AND external_auth_url IS NOT NULL').items
+  listForClient(query: ListQuery, withEnrollment = false): ClientSignerRow[] {
+    const base = withEnrollment
+      ? 'enabled = 1 AND (external_auth_url IS NOT NULL OR enroll_to_token_enabled = 1 OR enroll_to_cert_enabled = 1)'
+      : 'enabled = 1 AND external_auth_url IS NOT NULL'
+    return this.clientLists.run(query, base).items
   }
 }

@@ -1,0 +1,55 @@
+import type { JWTPayload } from 'jose'
+import { claimValue } from '../jwt/verify.js'
+import type { SignerRecord } from '../store/contract.js'
+
+/** What a verified token says the enrolled identity is: its externalId, name and attributes. */
+export interface EnrollmentClaims {
+  externalId: string
+  name: string
+  roleAttributes: string[]
+}
+
+/** Why the claims cannot make an identity (for the log; the client gets INVALID_ENROLLMENT_TOKEN). */
+export class ClaimsRefused extends Error {
+  override name = 'ClaimsRefused'
+}
+
+function nonEmpty(claims: JWTPayload, pointer: string, what: string, max: number): string {
+  const value = claimValue(claims, pointer)
+  if (typeof value !== 'string' || value === '') {
+    throw new ClaimsRefused(`claim ${pointer} (${what}) is not a non-empty string`)
+  }
+  // The limits an operator's identity create has.
+  if (value.length > max) {
+    throw new ClaimsRefused(`claim ${pointer} (${what}) is over ${max} characters`)
+  }
+  return value
+}
+
+/**
+ * Role attributes from the signer's attribute selector: unset, absent or null give none; a string
+ * gives one (`""` none); an array of strings gives those without the empty ones; anything else
+ * (a number, an object, an array holding a non-string) is refused.
+ */
+function attributes(claims: JWTPayload, pointer: string | null): string[] {
+  if (pointer === null) return []
+  const value = claimValue(claims, pointer)
+  if (value === undefined || value === null) return []
+  if (typeof value === 'string') return value === '' ? [] : [value]
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {
+    return [...new Set(value.filter((v) => v !== ''))]
+  }
+  throw new ClaimsRefused(
+    `claim ${pointer} (attributes) is neither a string nor an array of strings`,
+  )
+}
+
+/** Reads the enrollment claims a signer selects from a verified token; throws ClaimsRefused. */
+export function enrollmentClaims(claims: JWTPayload, signer: SignerRecord): EnrollmentClaims {
+  const property = signer.claimsProperty
+  return {
+    externalId: nonEmpty(claims, property, 'externalId', 1024),
+    name: nonEmpty(claims, signer.enrollNameClaimsSelector, 'name', 255),
+    roleAttributes: attributes(claims, signer.enrollAttributeClaimsSelector),
+  }
+}

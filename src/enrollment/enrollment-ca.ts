@@ -1,0 +1,151 @@
+// @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API.
+import 'reflect-metadata'
+import {
+  createPrivateKey,
+  X509Certificate as NodeCertificate,
+  randomBytes,
+  webcrypto,
+} from 'node:crypto'
+import * as x509 from '@peculiar/x509'
+
+// Node's webcrypto implements the interface @peculiar/x509 types against the DOM lib.
+const crypto = webcrypto as unknown as Parameters<typeof x509.X509CertificateGenerator.create>[1]
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g
+const CURVES: Record<string, [string, string]> = {
+  prime256v1: ['P-256', 'SHA-256'],
+  secp384r1: ['P-384', 'SHA-384'],
+  secp521r1: ['P-521', 'SHA-512'],
+}
+
+/** A CSR that cannot be signed: the reason is for the log and `cause.reason`. */
+export class CsrRefused extends Error {
+  override name = 'CsrRefused'
+}
+
+/** A certificate issued to an enrolling identity. */
+export interface IssuedCertificate {
+  /** The leaf, then the intermediates of the CA file (no self-signed root). */
+  chainPem: string
+  certPem: string
+  /** SHA-1 of the leaf's DER, lowercase hex. */
+  fingerprint: string
+}
+
+type SigningAlgorithm = {
+  import: webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams | webcrypto.Algorithm
+  sign: webcrypto.Algorithm | webcrypto.EcdsaParams
+}
+
+function algorithmOf(keyPem: string): SigningAlgorithm {
+  const key = createPrivateKey(keyPem)
+  if (key.asymmetricKeyType === 'rsa') {
+    const alg = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
+    return { import: alg, sign: alg }
+  }
+  if (key.asymmetricKeyType === 'ec') {
+    const curve = CURVES[key.asymmetricKeyDetails?.namedCurve ?? '']
+    if (!curve) throw new Error('the enrollment CA key is on an unsupported curve')
+    return {
+      import: { name: 'ECDSA', namedCurve: curve[0] },
+      sign: { name: 'ECDSA', hash: curve[1] },
+    }
+  }
+  if (key.asymmetricKeyType === 'ed25519')
+    return { import: { name: 'Ed25519' }, sign: { name: 'Ed25519' } }
+  throw new Error(`the enrollment CA key type ${key.asymmetricKeyType} is not supported`)
+}
+
+/**
+ * The controller's enrollment CA: signs enrolling identities' CSRs as OpenZiti does (subject kept,
+ * a SPIFFE URI SAN naming the identity, clientAuth, not a CA).
+ */
+export class EnrollmentCa {
+  private constructor(
+    private readonly cert: x509.X509Certificate,
+    private readonly key: webcrypto.CryptoKey,
+    private readonly sign: SigningAlgorithm['sign'],
+    private readonly intermediatesPem: string[],
+    readonly trustDomain: string,
+  ) {}
+
+  /** Loads the CA from its PEM certificate (first block; later ones are its chain) and PKCS#8/SEC1 key. */
+  static async load(certPem: string, keyPem: string): Promise<EnrollmentCa> {
+    const blocks = certPem.match(PEM_CERT) ?? []
+    const [first, ...chain] = blocks
+    if (!first) throw new Error('the enrollment CA file holds no certificate')
+    const cert = new x509.X509Certificate(first)
+    const node = new NodeCertificate(first)
+    if (!node.ca) throw new Error('the enrollment CA certificate is not a CA (basicConstraints)')
+    if (!node.checkPrivateKey(createPrivateKey(keyPem))) {
+      throw new Error('the enrollment CA key does not match its certificate')
+    }
+    const alg = algorithmOf(keyPem)
+    const der = createPrivateKey(keyPem).export({ type: 'pkcs8', format: 'der' })
+    const key = await webcrypto.subtle.importKey('pkcs8', der, alg.import, false, ['sign'])
+    const intermediates = [first, ...chain].filter((pem) => {
+      const c = new NodeCertificate(pem)
+      return c.subject !== c.issuer // a self-signed root is the client's to trust, not to send
+    })
+    return new EnrollmentCa(cert, key, alg.sign, intermediates, trustDomainOf(node))
+  }
+
+  /** Checks a PEM CSR's signature and issues the identity's certificate; throws CsrRefused. */
+  async issue(
+    csrPem: string,
+    identityId: string,
+    notBefore: Date,
+    validityMs: number,
+  ): Promise<IssuedCertificate> {
+    let csr: x509.Pkcs10CertificateRequest
+    try {
+      csr = new x509.Pkcs10CertificateRequest(csrPem.trim())
+    } catch {
+      throw new CsrRefused('not a PEM certificate signing request')
+    }
+    let valid = false
+    try {
+      valid = await csr.verify(crypto)
+    } catch {
+      valid = false
+    }
+    if (!valid) throw new CsrRefused('the CSR signature does not verify')
+    const leaf = await x509.X509CertificateGenerator.create(
+      {
+        serialNumber: randomBytes(16)
+          .toString('hex')
+          .replace(/^[89a-f]/, '1'),
+        subject: csr.subject,
+        issuer: this.cert.subject,
+        notBefore,
+        notAfter: new Date(notBefore.getTime() + validityMs),
+        signingAlgorithm: this.sign,
+        publicKey: csr.publicKey,
+        signingKey: this.key as unknown as x509.X509CertificateCreateWithKeyParams['signingKey'], // the same WebCrypto key, DOM-typed there
+        extensions: [
+          new x509.BasicConstraintsExtension(false, undefined, true),
+          new x509.KeyUsagesExtension(
+            x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+            true,
+          ),
+          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+          new x509.SubjectAlternativeNameExtension([
+            { type: 'url', value: `spiffe://${this.trustDomain}/identity/${identityId}` },
+          ]),
+          await x509.AuthorityKeyIdentifierExtension.create(this.cert, false, crypto),
+        ],
+      },
+      crypto,
+    )
+    const certPem = leaf.toString('pem')
+    const fingerprint = new NodeCertificate(certPem).fingerprint.replaceAll(':', '').toLowerCase()
+    return { certPem, chainPem: [certPem, ...this.intermediatesPem].join('\n'), fingerprint }
+  }
+}
+
+/** The CA's SPIFFE trust domain when it names one, else its common name made host-like. */
+function trustDomainOf(cert: NodeCertificate): string {
+  const spiffe = /URI:spiffe:\/\/([^/,\s]+)/.exec(cert.subjectAltName ?? '')?.[1]
+  if (spiffe) return spiffe
+  const cn = /CN=([^\n]+)/.exec(cert.subject)?.[1] ?? 'ziti'
+  return cn.toLowerCase().replace(/[^a-z0-9.-]+/g, '-')
+}
