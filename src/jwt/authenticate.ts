@@ -135,9 +135,20 @@ export class ExternalJwtVerifier {
       signerId: verified.signer.id,
       identityId: identity.id,
       kid: verified.kid,
-      expiresAtMs: (verified.claims.exp as number) * 1000 + this.options.clockToleranceMs, // exp is required
+      expiresAtMs: this.cacheUntil(verified),
     })
     return { signer: verified.signer, identity, kid: verified.kid }
+  }
+
+  /**
+   * Until when a verification may be reused: the token's expiry, and for a certificate signer no
+   * later than the end of its certificate's validity, when a fresh check would refuse the token.
+   */
+  private cacheUntil(verified: VerifiedJwt): number {
+    const tolerance = this.options.clockToleranceMs
+    const exp = (verified.claims.exp as number) * 1000 + tolerance // exp is required
+    const { notAfter } = verified.signer
+    return notAfter === null ? exp : Math.min(exp, Date.parse(notAfter) + tolerance)
   }
 
   /** The primary policy check: the identity's policy allows JWT login with this signer. */

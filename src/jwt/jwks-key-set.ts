@@ -7,9 +7,16 @@ import {
   type JWTVerifyGetKey,
 } from 'jose'
 import type { JwksFetcher } from './jwks-fetch.js'
+import { jwkRefusal } from './key-strength.js'
+
+/** A key of the fetched set that is not used, and why. */
+export interface RefusedKey {
+  kid: string | null
+  reason: string
+}
 
 export type FetchResult =
-  | { ok: true; keys: number; retiredKids: string[] }
+  | { ok: true; keys: number; retiredKids: string[]; refused: RefusedKey[] }
   | { ok: false; error: unknown }
 
 export interface KeySetOptions {
@@ -26,6 +33,8 @@ export interface KeySetStatus {
   lastFetchAt: string | null
   lastFetchError: string | null
   nextRefreshAt: string | null
+  /** Keys of the last fetched set that are not used (a weak RSA exponent); absent when none. */
+  refusedKeys?: RefusedKey[]
 }
 
 type Key = Awaited<ReturnType<JWTVerifyGetKey>>
@@ -49,6 +58,17 @@ function kidsOf(jwks: JSONWebKeySet): Map<string, string> {
   return kids
 }
 
+/** Splits a fetched set into the keys that may verify signatures and those refused, with why. */
+function screen(jwks: JSONWebKeySet): { usable: JSONWebKeySet; refused: RefusedKey[] } {
+  const refused: RefusedKey[] = []
+  const keys = jwks.keys.filter((jwk) => {
+    const reason = jwkRefusal(jwk)
+    if (reason) refused.push({ kid: typeof jwk.kid === 'string' ? jwk.kid : null, reason })
+    return reason === undefined
+  })
+  return { usable: { ...jwks, keys }, refused }
+}
+
 /**
  * The keys of one JWKS endpoint. A fetch happens when the set is created, then on a timer every
  * max age (independent of requests), and when a kid that is not in the set shows up (at most once
@@ -62,6 +82,7 @@ export class JwksKeySet {
   private fetchedAt = Number.NEGATIVE_INFINITY
   private attemptedAt = Number.NEGATIVE_INFINITY
   private lastFetch: { at: number; error: string | null } | undefined
+  private refused: RefusedKey[] = []
   private nextAt: number | undefined
   private inflight: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
@@ -83,17 +104,20 @@ export class JwksKeySet {
     this.attemptedAt = this.now()
     this.inflight = this.options.fetcher
       .fetch(this.url, this.abort.signal)
-      .then((jwks) => {
+      .then((fetched) => {
+        const { usable: jwks, refused } = screen(fetched)
         const kids = kidsOf(jwks)
         const retiredKids = [...this.kids].filter(([kid, json]) => kids.get(kid) !== json)
         this.resolver = createLocalJWKSet(jwks)
         this.kids = kids
         this.fetchedAt = this.now()
         this.lastFetch = { at: this.fetchedAt, error: null }
+        this.refused = refused
         this.options.onFetch?.({
           ok: true,
           keys: jwks.keys.length,
           retiredKids: retiredKids.map(([kid]) => kid),
+          refused,
         })
       })
       .catch((error: unknown) => {
@@ -142,6 +166,7 @@ export class JwksKeySet {
       lastFetchAt: iso(this.lastFetch?.at),
       lastFetchError: this.lastFetch?.error ?? null,
       nextRefreshAt: iso(this.nextAt),
+      ...(this.refused.length > 0 ? { refusedKeys: this.refused } : {}),
     }
   }
 

@@ -6,6 +6,7 @@ import {
   type JWTPayload,
   UnsecuredJWT,
 } from 'jose'
+import { rsaExponentRefusal } from './key-strength.js'
 
 /**
  * Compact JWT verification with node:crypto's one-shot `verify`, which runs the signature check on
@@ -93,6 +94,9 @@ function checkKey(alg: string, spec: AlgSpec, key: KeyObject): void {
   if (spec.padding !== undefined && (details?.modulusLength ?? 0) < 2048) {
     throw new TypeError(`${alg} needs an RSA modulus of at least 2048 bits`)
   }
+  // Key sets drop weak keys when fetched; this keeps any other path from verifying with one.
+  const weak = spec.padding === undefined ? undefined : rsaExponentRefusal(details?.publicExponent)
+  if (weak) throw new TypeError(weak)
   if (spec.curve !== undefined && details?.namedCurve !== spec.curve) {
     throw new TypeError(`${alg} needs a key on ${spec.curve}`)
   }
@@ -178,11 +182,30 @@ export async function verifyJwt(
   if (!(await signatureValid(spec, signed, key, signature))) {
     throw new errors.JWSSignatureVerificationFailed()
   }
-  return UnsecuredJWT.decode(`${UNSECURED_HEADER}.${payload}.`, {
+  const claims = UnsecuredJWT.decode(`${UNSECURED_HEADER}.${payload}.`, {
     issuer: options.issuer,
     audience: options.audience,
     requiredClaims: options.requiredClaims,
     clockTolerance: options.clockTolerance,
     currentDate: options.currentDate,
   }).payload
+  checkIssuedAt(claims, options)
+  return claims
+}
+
+/**
+ * jose checks `iat` only against a maximum token age; a token issued in the future (beyond the
+ * clock tolerance) comes from a signer with a broken clock or was made to outlive its `exp` checks.
+ */
+function checkIssuedAt(claims: JWTPayload, options: ClaimOptions): void {
+  if (claims.iat === undefined) return
+  const now = Math.floor(options.currentDate.getTime() / 1000)
+  if (claims.iat > now + options.clockTolerance) {
+    throw new errors.JWTClaimValidationFailed(
+      '"iat" claim timestamp check failed (in the future)',
+      claims,
+      'iat',
+      'check_failed',
+    )
+  }
 }

@@ -21,6 +21,26 @@ function refuse(issuer: string, reason: string): Error {
 }
 
 /**
+ * Why an issuer cannot be discovered, or undefined. OpenID Connect Discovery 1.0 (section 2) makes
+ * an issuer an https URL with scheme, host and optional path, and no query or fragment; appending
+ * the well-known path to one that has them would fetch some other document.
+ */
+function issuerRefusal(issuer: string): string | undefined {
+  let url: URL
+  try {
+    url = new URL(issuer)
+  } catch {
+    return 'the issuer is not an absolute URL'
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return 'the scheme of the issuer must be http or https'
+  if (url.username !== '' || url.password !== '') return 'the issuer may not hold user info'
+  if (url.search !== '' || issuer.includes('?')) return 'the issuer may not hold a query'
+  if (url.hash !== '' || issuer.includes('#')) return 'the issuer may not hold a fragment'
+  return undefined
+}
+
+/**
  * Fetches `<issuer>/.well-known/openid-configuration` under the JWKS fetch rules and proposes a
  * signer from it, creating nothing. The document must name exactly this issuer and a `jwks_uri`
  * the controller may fetch from. Throws INVALID_FIELD (field `issuer`) saying what went wrong.
@@ -30,6 +50,8 @@ export async function discoverSigner(
   fetcher: GuardedJsonFetcher,
   policy: FetchPolicy,
 ): Promise<DiscoveredSigner> {
+  const malformed = issuerRefusal(issuer)
+  if (malformed) throw refuse(issuer, malformed)
   const url = discoveryUrl(issuer)
   let doc: unknown
   try {

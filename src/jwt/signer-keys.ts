@@ -88,6 +88,11 @@ export class SignerKeys {
     const entry = this.byId.get(signerId)
     if (!entry) return undefined
     if (entry.keySet) return { source: 'jwks', ...entry.keySet.status() }
+    if (entry.signer.jwksEndpoint !== null) {
+      // Disabled: no key set, nothing fetched.
+      const none = { kids: [], lastFetchAt: null, lastFetchError: null, nextRefreshAt: null }
+      return { source: 'jwks', ...none }
+    }
     const { kid } = entry.signer
     return {
       source: 'certificate',
@@ -202,12 +207,15 @@ export class SignerKeys {
     const old = this.remove(signer.id)
     const entry: SignerEntry = { signer }
     if (signer.certPem !== null) {
-      entry.certKey =
+      const key =
         old?.certKey && previous?.certPem === signer.certPem
           ? old.certKey
-          : parseSignerCertificate(signer.certPem).publicKey
+          : this.certKey(signer, signer.certPem)
+      if (key) entry.certKey = key
     }
-    if (signer.jwksEndpoint !== null) {
+    // A disabled signer verifies nothing, so it fetches nothing: its key set is made (and fetched
+    // at once) when it is enabled, and closed when it is disabled.
+    if (signer.jwksEndpoint !== null && signer.enabled) {
       if (old?.keySet && old.keySet.url === signer.jwksEndpoint) {
         entry.keySet = old.keySet
       } else {
@@ -220,6 +228,23 @@ export class SignerKeys {
     this.byIssuer.set(signer.issuer, entry)
   }
 
+  /**
+   * The public key of a stored certificate signer, or undefined (with a warning) when its
+   * certificate is no longer accepted, as one with a weak RSA exponent stored before that rule.
+   */
+  private certKey(signer: SignerRecord, certPem: string): KeyObject | undefined {
+    try {
+      return parseSignerCertificate(certPem).publicKey
+    } catch (err) {
+      const reason = err instanceof Error ? (err.cause ?? err.message) : String(err)
+      this.options.log.warn(
+        { signerId: signer.id, reason },
+        'signer certificate refused; it verifies nothing',
+      )
+      return undefined
+    }
+  }
+
   private keySet(signer: SignerRecord, jwksEndpoint: string): JwksKeySet {
     const { fetcher, clock, cooldownMs, maxAgeMs, log } = this.options
     return new JwksKeySet(jwksEndpoint, {
@@ -230,8 +255,11 @@ export class SignerKeys {
       onFetch: (result) => {
         for (const listener of this.fetchListeners) listener(signer.id, result.ok)
         if (result.ok) {
-          const { keys, retiredKids } = result
+          const { keys, retiredKids, refused } = result
           log.info({ signerId: signer.id, keys, retiredKids }, 'jwks fetched')
+          for (const { kid, reason } of refused) {
+            log.warn({ signerId: signer.id, kid, reason }, 'jwks key refused; it verifies nothing')
+          }
           if (retiredKids.length === 0) return
           for (const listener of this.retiredListeners) listener(signer.id, retiredKids)
         } else {

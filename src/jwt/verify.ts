@@ -83,6 +83,8 @@ function rejection(err: unknown, signerId: string, kid: string): JwtRejected {
     // Outside its time window like an expired token, but a new token would not help yet.
     if (err.claim === 'nbf') return reject('expired', 'token not yet valid (nbf)', 'invalid')
     if (err.claim === 'exp') return reject('malformed', 'token has no exp claim')
+    if (err.claim === 'iat' && err.reason === 'check_failed')
+      return reject('malformed', 'token issued in the future (iat)')
     return reject('malformed', `claim ${err.claim} ${err.reason}`)
   }
   if (err instanceof errors.JWSSignatureVerificationFailed)

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
 import { caughtMessage } from '../errors.js'
 import { checkRouterConfig, type Problem } from './index.js'
 import { INIT_TEMPLATE } from './init-template.js'
+import { readSmallFile, SmallFileError } from './small-file.js'
 
 const USAGE = `usage:
   router-config check FILE [--strict] [--json] [--print] [--check-files]
@@ -11,11 +11,12 @@ const USAGE = `usage:
   router-config --help
 
 check   prints each problem (to stdout; to stderr with --print) as FILE:LINE:COL: error|warning: PATH: MESSAGE; exits 0 without errors,
-        1 with errors, 2 when the file cannot be read
+        1 with errors, 2 when the file cannot be read (only regular files of at most 1 MiB are read)
   --strict       warnings count as errors
   --json         prints {"valid","errors","warnings"} instead
   --print        prints the effective configuration with every default (YAML; JSON with --json)
-  --check-files  checks that identity files exist and hold the PEM they should
+  --check-files  checks that identity files exist, are regular files of at most 1 MiB and hold
+                 the PEM they should
 init    writes a complete standard configuration to stdout`
 
 const OPTIONS = {
@@ -66,8 +67,12 @@ export function run(
   }
   let text: string
   try {
-    text = readFileSync(file, 'utf8')
+    text = readSmallFile(file)
   } catch (e) {
+    if (e instanceof SmallFileError) {
+      err(`${file}: not read: it ${e.message}; only regular files of at most 1 MiB are checked\n`)
+      return 2
+    }
     const code = e instanceof Error && 'code' in e ? e.code : undefined
     err(`${file}: cannot read the file: ${typeof code === 'string' ? code : caughtMessage(e)}\n`)
     return 2

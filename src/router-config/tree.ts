@@ -108,6 +108,17 @@ export function expandEnv(
 
 const FLOAT_TAG = 'tag:yaml.org,2002:float'
 
+/** The yaml package's own alias budget (its `maxAliasCount`), and a bound on expanded values. */
+export const MAX_ALIASES = 100
+export const MAX_NODES = 100_000
+
+/** Ends a conversion that went over the expansion budget. */
+class ExpansionLimit extends Error {
+  constructor(readonly problem: RawProblem) {
+    super(problem.message)
+  }
+}
+
 /**
  * The tag a scalar resolved to: its explicit tag, or the first default tag whose test matches its
  * source, as the yaml package itself resolves plain scalars (the value alone cannot tell 3.0 from 3).
@@ -160,6 +171,10 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   }
   if (doc.errors.length > 0) return { root: undefined, errors, warnings }
 
+  // The checker expands aliases itself, so the yaml package's own limit does not apply: a few
+  // hundred bytes of nested aliases ("billion laughs") would otherwise expand without bound.
+  let aliases = 0
+  let nodes = 0
   // Takes unknown: the yaml package types pair keys, values and items as unknown; its guards narrow.
   const convert = (node: unknown, path: string, fallback: Pos, depth: number): TNode => {
     const range = isNode(node) ? node.range : undefined
@@ -167,6 +182,13 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
     if (depth > 64) {
       errors.push({ path, pos, message: 'nesting deeper than 64 levels' })
       return { kind: 'scalar', pos, value: null, quoted: false }
+    }
+    if (++nodes > MAX_NODES || (isAlias(node) && ++aliases > MAX_ALIASES)) {
+      throw new ExpansionLimit({
+        path,
+        pos,
+        message: `the YAML expands to more than ${MAX_ALIASES} aliases or ${MAX_NODES} values (an alias bomb?); nothing else was checked`,
+      })
     }
     if (isAlias(node)) return convert(node.resolve(doc), path, pos, depth + 1)
     if (isMap(node)) {
@@ -232,6 +254,11 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
     }
     return { kind: 'scalar', pos, value: null, quoted: false }
   }
-  const root = convert(doc.contents, '', { line: 1, column: 1 }, 0)
-  return { root, errors, warnings }
+  try {
+    const root = convert(doc.contents, '', { line: 1, column: 1 }, 0)
+    return { root, errors, warnings }
+  } catch (err) {
+    if (!(err instanceof ExpansionLimit)) throw err
+    return { root: undefined, errors: [err.problem], warnings: [] }
+  }
 }

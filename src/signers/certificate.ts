@@ -1,5 +1,6 @@
 import { createHash, type KeyObject, X509Certificate } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { AppError, fieldError } from '../errors.js'
+import { rsaExponentRefusal } from '../jwt/key-strength.js'
 
 /** What the service derives from a signer's certificate. */
 export interface SignerCertificate {
@@ -23,6 +24,9 @@ function checkKey(key: KeyObject): void {
   const details = key.asymmetricKeyDetails ?? {}
   if (type === 'rsa' || type === 'rsa-pss') {
     if ((details.modulusLength ?? 0) < 2048) throw invalidPem('RSA keys need at least 2048 bits')
+    const weak = rsaExponentRefusal(details.publicExponent)
+    // A key anyone could forge signatures for is a validation failure of the field, not bad PEM.
+    if (weak) throw fieldError('COULD_NOT_VALIDATE', 'certPem', weak)
     return
   }
   if (type === 'ec') {

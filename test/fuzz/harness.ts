@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, login } from '../helpers/app.js'
+import type { StoreKind } from '../helpers/stores.js'
 import { loopbackOnlyJson } from './hostile.js'
 import { baseBody, type Ids, type Operation, operations } from './operations.js'
 
@@ -51,8 +52,10 @@ function inEnvelope(body: string): boolean {
 }
 
 /** The real app on a fresh database with one signer, policy and identity, ready to fuzz. */
-export async function startHarness(): Promise<{ h: Harness; ops: Operation[] }> {
-  const app = await buildTestApp()
+export async function startHarness(
+  storeKind?: StoreKind,
+): Promise<{ h: Harness; ops: Operation[] }> {
+  const app = await buildTestApp(storeKind ? { storeKind } : {})
   const h = new Harness(app)
   await h.setup()
   return { h, ops: operations(app) }

@@ -77,6 +77,16 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
   { weight: 1, arbitrary: fc.string({ maxLength: 40 }) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.string({ maxLength: 10 }),
+        fc.integer({ min: 0, max: 0x1f }),
+        fc.string({ maxLength: 10 }),
+      )
+      .map(([a, c, b]) => `${a}${String.fromCharCode(c)}${b}`),
+  },
 )
 
 /** Any JSON value, biased towards the values that break things. */
@@ -121,6 +131,18 @@ export const queryValue: fc.Arbitrary<string> = fc.oneof(
     'enabled = true and (issuer != null or not name = "x")',
     'createdAt > datetime(2020-01-01T00:00:00Z)',
     'name in ["a", "b"]',
+    // Issue 29: control characters in filter strings, mixed literal types, dates out of range.
+    'name contains "a\u0000b"',
+    'name contains "abc\u0000def"',
+    'issuer icontains "x\u0001\u001by"',
+    'name = "a"\u0000',
+    'tags.x between 1 and "z"',
+    'tags.x in [1, "a", true]',
+    'tags.x in ["a", null]',
+    'createdAt > datetime(275760-09-13T00:00:00Z)',
+    'createdAt > "+275760-09-13T00:00:00Z"',
+    'createdAt < "0001-01-01T00:00:00+01:00"',
+    'updatedAt between "2020-01-01T00:00:00Z" and "-000001-01-01T00:00:00Z"',
     '((((name = "a"',
     'name = "unterminated',
     'name asc',

@@ -5,7 +5,8 @@ import * as x509 from '@peculiar/x509'
 // Node's webcrypto implements the WebCrypto interface @peculiar/x509 types against the DOM lib.
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
 
-export type KeyKind = 'RS256' | 'ES256' | 'ES384' | 'EdDSA' | 'RSA1024'
+/** `RSA-E3`: a 2048-bit RSA key with the public exponent 3, which signers must refuse. */
+export type KeyKind = 'RS256' | 'ES256' | 'ES384' | 'EdDSA' | 'RSA1024' | 'RSA-E3'
 type KeyGen = webcrypto.RsaHashedKeyGenParams | webcrypto.EcKeyGenParams | webcrypto.Algorithm
 
 function algorithmOf(kind: KeyKind): {
@@ -15,11 +16,12 @@ function algorithmOf(kind: KeyKind): {
   switch (kind) {
     case 'RS256':
     case 'RSA1024':
+    case 'RSA-E3':
       return {
         gen: {
           name: 'RSASSA-PKCS1-v1_5',
           hash: 'SHA-256',
-          publicExponent: new Uint8Array([1, 0, 1]),
+          publicExponent: new Uint8Array(kind === 'RSA-E3' ? [3] : [1, 0, 1]),
           modulusLength: kind === 'RSA1024' ? 1024 : 2048,
         },
         sign: { name: 'RSASSA-PKCS1-v1_5' },

@@ -92,6 +92,20 @@ describe('signer set-up from OpenID discovery', () => {
     expectIssuerRefused(await discover({ issuer: `${other.base}/realms/x` }), 'names issuer')
   })
 
+  it('refuses an issuer with a query, a fragment or user info without fetching (SSRF ranges finding)', async () => {
+    const { discover } = await setup()
+    const doc = await documentServer()
+    doc.respond({ body: JSON.stringify({ issuer: doc.base, jwks_uri: `${doc.base}/j` }) })
+    expectIssuerRefused(await discover({ issuer: `${doc.base}/x#` }), 'fragment')
+    expectIssuerRefused(await discover({ issuer: `${doc.base}/x#frag` }), 'fragment')
+    expectIssuerRefused(await discover({ issuer: `${doc.base}/x?x=` }), 'query')
+    expectIssuerRefused(await discover({ issuer: `${doc.base}/x?` }), 'query')
+    const withUser = doc.base.replace('http://', 'http://user:pw@')
+    expectIssuerRefused(await discover({ issuer: withUser }), 'user info')
+    expectIssuerRefused(await discover({ issuer: 'not a url' }), 'absolute URL')
+    expect(doc.hits()).toBe(0)
+  })
+
   it('refuses blocked addresses, literal or resolved, without connecting', async () => {
     const asked: string[] = []
     const { discover } = await setup({

@@ -1,8 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { formatDuration } from '../../duration.js'
 import { caughtMessage } from '../../errors.js'
 import { type Checker, join, type MapNode } from '../checker.js'
 import { plainMap } from '../plain.js'
+import { readSmallFile, SmallFileError } from '../small-file.js'
 import type { CtrlConfig, IdentityConfig } from '../types.js'
 import { addressProblem, identityLocation } from '../values.js'
 
@@ -51,9 +52,11 @@ function identityValue(
     else {
       let text = ''
       try {
-        text = readFileSync(loc.path, 'utf8')
+        text = readSmallFile(loc.path)
       } catch (err) {
-        c.error(join(path, key), node.pos, `file ${loc.path} cannot be read: ${caughtMessage(err)}`)
+        const why =
+          err instanceof SmallFileError ? err.message : `cannot be read: ${caughtMessage(err)}`
+        c.error(join(path, key), node.pos, `file ${loc.path} ${why}; only regular files are read`)
       }
       if (text && !new RegExp(`-----BEGIN [A-Z ]*${label}-----`).test(text)) {
         c.error(join(path, key), node.pos, `file ${loc.path} holds no ${label} PEM block`)

@@ -10,13 +10,19 @@ const DEFAULT_PAGE = pageKey({})
  * on another instance as the store tells), each with its entity tag.
  */
 export class ClientSignerPages {
+  // The default page is what every client asks for; it has a cache of its own, so that cycling
+  // distinct query strings (which fill and flush the other one) cannot evict it.
+  private readonly defaultPage = new ResponseCache(1)
   private readonly cache = new ResponseCache()
 
   constructor(
     private readonly signers: SignerService,
     private readonly fields: ClientSignerFields = 'seed',
   ) {
-    signers.onListChange(() => this.cache.clear())
+    signers.onListChange(() => {
+      this.defaultPage.clear()
+      this.cache.clear()
+    })
   }
 
   /** The page of a validated query: kept, or read and serialised now. */
@@ -29,9 +35,9 @@ export class ClientSignerPages {
         meta: {},
       })
     const version = await this.signers.listVersion()
-    return version === undefined
-      ? tagged(await build())
-      : this.cache.get(pageKey(q), version, build)
+    if (version === undefined) return tagged(await build())
+    const key = pageKey(q)
+    return (key === DEFAULT_PAGE ? this.defaultPage : this.cache).get(key, version, build)
   }
 
   /**
@@ -40,7 +46,7 @@ export class ClientSignerPages {
    */
   keptDefault(): CachedBody | undefined {
     const version = this.signers.localListVersion()
-    return version === undefined ? undefined : this.cache.peek(DEFAULT_PAGE, version)
+    return version === undefined ? undefined : this.defaultPage.peek(DEFAULT_PAGE, version)
   }
 }
 

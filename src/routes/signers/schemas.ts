@@ -130,6 +130,11 @@ export const SignerKeyStatusSchema = Type.Object({
   lastFetchAt: Nullable(TimestampSchema),
   lastFetchError: Nullable(Type.String()),
   nextRefreshAt: Nullable(TimestampSchema),
+  refusedKeys: Type.Optional(
+    Type.Array(Type.Object({ kid: Nullable(Type.String()), reason: Type.String() }), {
+      description: 'Keys of the last fetched JWKS that verify nothing (a weak RSA exponent)',
+    }),
+  ),
 })
 
 export const SignerKeyStatusEnvelopeSchema = Type.Object({

@@ -80,9 +80,23 @@ export function isUnavailable(err: unknown): boolean {
   return /timeout|terminated|Connection terminated|not queryable|ended/i.test(err.message)
 }
 
-/** Turns an unreachable database into a 503 in the error envelope; other errors pass through. */
+/**
+ * Turns an unreachable database into a 503 and a data exception (SQLSTATE class 22: a NUL in
+ * text, a value out of range, an invalid date-time) into a 400, both in the error envelope; other
+ * errors pass through. The driver's text is not forwarded: it may quote the value.
+ */
 export function unavailable(err: unknown): unknown {
-  if (err instanceof AppError || !isUnavailable(err)) return err
+  if (err instanceof AppError) return err
+  const code = err instanceof Error && 'code' in err ? err.code : undefined
+  if (typeof code === 'string' && code.startsWith('22')) {
+    return new AppError('COULD_NOT_VALIDATE', {
+      cause: {
+        field: 'request',
+        reason: `a value the database cannot store or compare (SQLSTATE ${code})`,
+      },
+    })
+  }
+  if (!isUnavailable(err)) return err
   return new AppError('SERVICE_UNAVAILABLE', {
     cause: { field: 'database', reason: 'the database does not answer; try again shortly' },
   })

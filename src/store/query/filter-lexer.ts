@@ -1,3 +1,4 @@
+import { controlCharAt } from '../../control-chars.js'
 import { AppError } from '../../errors.js'
 
 /** A lexical token of the filter language, with its offset in the filter text. */
@@ -36,6 +37,8 @@ function readString(text: string, start: number): [string, number] {
       }
       value += escaped
       j++
+    } else if (controlCharAt(c) === 0) {
+      throw invalidFilter('control characters are not allowed in a string; use an escape', j)
     } else {
       value += c
     }
@@ -49,7 +52,29 @@ function readDatetime(text: string, start: number, wordEnd: number): [string, nu
   const raw = text.slice(wordEnd + 1, close).trim()
   const ms = RFC3339.test(raw) ? Date.parse(raw) : Number.NaN
   if (Number.isNaN(ms)) throw invalidFilter('expected an RFC 3339 date-time', wordEnd + 1, raw)
-  return [new Date(ms).toISOString(), close + 1]
+  return [datetimeValue(ms, wordEnd + 1, raw), close + 1]
+}
+
+// Years 1 to 9999: what both stores compare and PostgreSQL's timestamptz reads as ISO text (an
+// offset can push 0001-01-01 into year 0, and JavaScript writes years past 9999 as +275760-…).
+const FIRST_MS = Date.parse('0001-01-01T00:00:00.000Z')
+const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z')
+
+/** A parsed date-time as the normalised ISO text filters compare, when within years 1 to 9999. */
+export function datetimeValue(ms: number, pos: number, raw: string): string {
+  if (ms < FIRST_MS || ms > LAST_MS) {
+    throw invalidFilter('date-times must fall within the years 0001 to 9999 (UTC)', pos, raw)
+  }
+  return new Date(ms).toISOString()
+}
+
+/**
+ * Refuses control characters other than the whitespace between tokens (tab, line feed, carriage
+ * return): none belongs in a filter.
+ */
+export function checkControls(text: string): void {
+  const at = controlCharAt(text, '\t\n\r')
+  if (at >= 0) throw invalidFilter('control characters are not allowed in a filter', at)
 }
 
 /** Splits a filter into tokens; the list always ends with an `end` token. */

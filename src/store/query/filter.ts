@@ -7,7 +7,13 @@ import type {
   Operand,
   SortKey,
 } from './filter-ast.js'
-import { invalidFilter, type Token, tokenize } from './filter-lexer.js'
+import {
+  checkControls,
+  datetimeValue,
+  invalidFilter,
+  type Token,
+  tokenize,
+} from './filter-lexer.js'
 
 export type * from './filter-ast.js'
 export { invalidFilter } from './filter-lexer.js'
@@ -191,7 +197,7 @@ class Parser {
       const values = [this.literal(field)]
       while (this.isOp(',')) {
         this.next()
-        values.push(this.literal(field))
+        values.push(this.sameKind(values[0], this.literal(field), word.pos))
       }
       this.expectOp(']')
       return { type: 'in', field, values, negate }
@@ -202,7 +208,8 @@ class Parser {
       const lower = this.literal(field)
       if (!this.isWord('and')) throw invalidFilter('expected "and"', this.peek().pos)
       this.next()
-      return { type: 'between', field, lower, upper: this.literal(field), negate }
+      const upper = this.sameKind(lower, this.literal(field), word.pos)
+      return { type: 'between', field, lower, upper, negate }
     }
     if (negate) throw invalidFilter('expected contains, icontains, in or between', word.pos)
     const op = word.kind === 'op' ? COMPARE_OPS.find((o) => o === word.text) : undefined
@@ -223,6 +230,20 @@ class Parser {
     throw invalidFilter('expected an operator', word.kind === 'end' ? word.pos : fieldPos)
   }
 
+  /**
+   * The literals of one `in` or `between` share one kind: a tag compared with a number and a
+   * string at once has no single order, and PostgreSQL refuses to compare across JSON types.
+   */
+  private sameKind(first: Literal | undefined, next: Literal, pos: number): Literal {
+    if (first !== undefined && first.kind !== next.kind) {
+      throw invalidFilter(
+        `the values of one in or between must share one type (${first.kind} and ${next.kind})`,
+        pos,
+      )
+    }
+    return next
+  }
+
   private literal(field: Operand): Literal {
     const t = this.next()
     const type = field.tag === undefined ? field.spec.type : 'tags'
@@ -233,8 +254,9 @@ class Parser {
     }
     if (type === 'datetime') {
       if (t.kind === 'datetime') return { kind: 'datetime', value: t.value }
-      const ms = t.kind === 'string' ? Date.parse(t.value) : Number.NaN
-      if (!Number.isNaN(ms)) return { kind: 'datetime', value: new Date(ms).toISOString() }
+      const raw = t.kind === 'string' ? t.value : ''
+      const ms = t.kind === 'string' ? Date.parse(raw) : Number.NaN
+      if (!Number.isNaN(ms)) return { kind: 'datetime', value: datetimeValue(ms, t.pos, raw) }
       throw invalidFilter('expected datetime(...)', t.pos)
     }
     if (type === 'tags' && t.kind === 'number') return { kind: 'number', value: t.value }
@@ -257,5 +279,6 @@ export function parseFilter(
   if (text !== undefined && text.length > MAX_FILTER_LENGTH) {
     throw invalidFilter(`longer than ${MAX_FILTER_LENGTH} characters`, MAX_FILTER_LENGTH)
   }
+  checkControls(text ?? '')
   return new Parser(tokenize(text ?? ''), fields, sortable).query()
 }

@@ -23,3 +23,16 @@ export function mapUniqueViolation(
     },
   })
 }
+
+/**
+ * Turns a full-text query the index cannot read (`fts5: syntax error`) into a 400: a filter value
+ * that reaches the trigram index is user input. Other errors pass through.
+ */
+export function mapDataError(err: unknown): unknown {
+  if (err instanceof SqliteError && /^fts5: /.test(err.message)) {
+    return new AppError('INVALID_FILTER', {
+      cause: { field: 'filter', reason: 'a value the full-text index cannot search for' },
+    })
+  }
+  return err
+}

@@ -3,6 +3,7 @@ import { compileCondition, SqlParams } from '../query/filter-sql.js'
 import type { ListPage, ListQuery } from '../query/list-query.js'
 import { sqliteDialect } from '../query/sql-dialect.js'
 import type { Db } from './connection.js'
+import { mapDataError } from './errors.js'
 
 const MAX_CACHED_STATEMENTS = 200
 
@@ -34,13 +35,21 @@ export class ListRunner<Row, T> {
   run(query: ListQuery, baseCondition = '1 = 1'): ListPage<T> {
     const filter = compileCondition(query.where, sqliteDialect, new SqlParams(sqliteDialect))
     const where = `(${baseCondition}) AND (${filter.sql})`
+    try {
+      return this.page(query, filter.params, where)
+    } catch (err) {
+      throw mapDataError(err)
+    }
+  }
+
+  private page(query: ListQuery, params: unknown[], where: string): ListPage<T> {
     const orderBy = query.orderBy.map((k) => `${k.column} ${k.desc ? 'DESC' : 'ASC'}`).join(', ')
     // SQLite reads a negative LIMIT as "no limit".
     const rows = this.prepare(
       `SELECT * FROM ${this.from} WHERE ${where} ORDER BY ${orderBy} LIMIT ? OFFSET ?`,
-    ).all(...filter.params, query.limit ?? -1, query.offset) as Row[] // columns of `from`
+    ).all(...params, query.limit ?? -1, query.offset) as Row[] // columns of `from`
     const count = this.prepare(`SELECT count(*) AS n FROM ${this.from} WHERE ${where}`).get(
-      ...filter.params,
+      ...params,
     ) as { n: number } // count(*) always yields a row
     return {
       items: rows.map(this.map),

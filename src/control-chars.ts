@@ -1,0 +1,12 @@
+/**
+ * The index of the first C0 control character (U+0000 to U+001F) in `text` that `allowed` does
+ * not hold, or -1. Tab is always allowed; a NUL reaches no store intact (PostgreSQL refuses it in
+ * text, SQLite's full-text index reads it as a syntax error) and the others only garble logs.
+ */
+export function controlCharAt(text: string, allowed = '\t'): number {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20 && code !== 0x09 && !allowed.includes(text.charAt(i))) return i
+  }
+  return -1
+}

@@ -1,0 +1,79 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, caller, forEachStore, login, testClock } from '../helpers/app.js'
+import { makeCert, type TestCert } from '../helpers/certs.js'
+import { signJwt } from '../helpers/jwt.js'
+
+const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
+const ISSUER = 'https://idp.corp.example'
+const NOW = '2026-11-22T08:00:00.000Z'
+const TOLERANCE_S = 30 // CTRL_JWT_CLOCK_TOLERANCE's default
+
+let shortLived: TestCert
+beforeAll(async () => {
+  // Valid for one more hour on the test clock.
+  shortLived = await makeCert({
+    notBefore: new Date('2026-01-01T00:00:00Z'),
+    notAfter: new Date('2026-11-22T09:00:00Z'),
+  })
+})
+
+async function setup() {
+  const clock = testClock(NOW)
+  const app = await buildTestApp({ clock })
+  const call = caller(app, await login(app))
+  const signer = await call('POST', '/edge/management/v1/external-jwt-signers', {
+    name: 'corp',
+    enabled: true,
+    issuer: ISSUER,
+    audience: 'ziti',
+    certPem: shortLived.certPem,
+    kid: 'corp-1',
+  })
+  expect(signer.statusCode).toBe(201)
+  const identityId = (
+    await call('POST', '/edge/management/v1/identities', { name: 'alice' })
+  ).json().data.id as string
+  const sign = (over: Record<string, unknown> = {}) =>
+    signJwt(
+      shortLived.privateKey,
+      { iss: ISSUER, aud: 'ziti', sub: identityId, ...over },
+      {
+        kid: 'corp-1',
+        now: clock(),
+      },
+    )
+  const tryLogin = async (jwt: string) =>
+    (
+      await app.inject({
+        method: 'POST',
+        url: LOGIN,
+        headers: { authorization: `Bearer ${jwt}` },
+      })
+    ).statusCode
+  return { clock, sign, tryLogin }
+}
+
+forEachStore(() => {
+  describe('token times (info findings)', () => {
+    it('refuses a token whose iat is further in the future than the clock tolerance', async () => {
+      const s = await setup()
+      const now = Math.floor(s.clock().getTime() / 1000)
+      expect(await s.tryLogin(await s.sign({ iat: now + TOLERANCE_S - 5 }))).toBe(200)
+      expect(await s.tryLogin(await s.sign({ iat: now + TOLERANCE_S + 60 }))).toBe(401)
+      expect(await s.tryLogin(await s.sign({ iat: now + 86_400, exp: now + 90_000 }))).toBe(401)
+      expect(await s.tryLogin(await s.sign({ iat: now - 60 }))).toBe(200)
+    })
+
+    it('drops a cached verification when the certificate signer’s certificate expires', async () => {
+      const s = await setup()
+      const now = Math.floor(s.clock().getTime() / 1000)
+      // The token outlives the certificate by a day.
+      const jwt = await s.sign({ exp: now + 2 * 86_400 })
+      expect(await s.tryLogin(jwt)).toBe(200)
+      s.clock.advance(30 * 60_000)
+      expect(await s.tryLogin(jwt)).toBe(200) // answered from the verified-token cache
+      s.clock.set('2026-11-22T09:05:00.000Z') // past notAfter and the tolerance
+      expect(await s.tryLogin(jwt)).toBe(401)
+    })
+  })
+})
