@@ -34,6 +34,10 @@ export interface Config {
   /** The Prometheus metrics listener: off when the port is undefined; 0 picks a free port. */
   metricsPort: number | undefined
   metricsHost: string
+  /** Where database snapshots go; unset: `snapshots` beside the SQLite file. */
+  snapshotDir: string | undefined
+  /** Snapshots kept (the oldest removed after a new one). */
+  snapshotKeep: number
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -70,6 +74,8 @@ export const DEFAULT_CONFIG: Config = {
   auditRetentionMs: 720 * 3_600_000,
   metricsPort: undefined,
   metricsHost: '127.0.0.1',
+  snapshotDir: undefined,
+  snapshotKeep: 7,
 }
 
 type Env = Record<string, string | undefined>
@@ -212,5 +218,7 @@ export function loadConfig(env: Env): Config {
     auditRetentionMs: duration(env, 'CTRL_AUDIT_RETENTION', DEFAULT_CONFIG.auditRetentionMs),
     metricsPort,
     metricsHost: read(env, 'CTRL_METRICS_HOST') ?? DEFAULT_CONFIG.metricsHost,
+    snapshotDir: read(env, 'CTRL_SNAPSHOT_DIR'),
+    snapshotKeep: integer(env, 'CTRL_SNAPSHOT_KEEP', DEFAULT_CONFIG.snapshotKeep, 1, 10_000),
   }
 }

@@ -1,4 +1,5 @@
 import { buildAudit } from './audit/audit-module.js'
+import { buildBackups } from './backups/backup-module.js'
 import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
 import { buildIdentities } from './identities/identity-module.js'
@@ -61,6 +62,15 @@ export async function createServices(o: ServiceOptions) {
     stale: () => store.stale,
     verifiedCacheEntries: o.verifiedCacheEntries,
   })
+  const backups = buildBackups({
+    store,
+    dbPath: config.dbPath,
+    snapshotDir: config.snapshotDir,
+    snapshotKeep: config.snapshotKeep,
+    clock,
+    audit: audit.audit,
+    log,
+  })
   followChanges({ changes, store, ...signers, ...verification, sessions: people.sessions })
 
   const { sessions, identities } = people
@@ -83,9 +93,11 @@ export async function createServices(o: ServiceOptions) {
     },
     discover: signers.discover,
     explain: verification.explain,
+    backups,
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {
+      await backups.close()
       people.close()
       audit.close()
       await signers.close()

@@ -2,13 +2,13 @@ import { type Static, Type } from '@sinclair/typebox'
 import { ListMetaSchema, Nullable, TimestampSchema } from '../common-schemas.js'
 
 const Action = Type.Union(
-  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'logout'].map((a) =>
+  ['create', 'update', 'patch', 'delete', 'set-password', 'login', 'logout', 'snapshot'].map((a) =>
     Type.Literal(a),
   ),
 )
 
 const EntityType = Type.Union(
-  ['external-jwt-signers', 'identities', 'auth-policies', 'api-sessions'].map((e) =>
+  ['external-jwt-signers', 'identities', 'auth-policies', 'api-sessions', 'database'].map((e) =>
     Type.Literal(e),
   ),
 )
