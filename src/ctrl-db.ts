@@ -58,8 +58,12 @@ function check(args: string[]): number {
   let problems: string[]
   try {
     problems = storageProblems(db)
-    // Rules read tables a damaged file may not have readable; the engine's findings come first.
-    if (problems.length === 0) problems = ruleProblems(integrityFacts(db))
+    try {
+      problems.push(...ruleProblems(integrityFacts(db)))
+    } catch (err) {
+      // A damaged file may not let the rules read it: the engine's findings say why.
+      if (problems.length === 0) throw err
+    }
   } finally {
     db.close()
   }
