@@ -94,7 +94,8 @@ describe('POST /database/snapshot on SQLite', () => {
   })
 
   it('restores into a second controller: the same signers, identities and policies, and a JWT login works there', async () => {
-    const { app, token, dir } = await fileApp()
+    const clock = testClock()
+    const { app, token, dir } = await fileApp(undefined, {}, clock)
     await jwtFixture(app, token, cert)
     const load = writeLoad(app, token, 2)
     while (load.acked.length < 10) await new Promise((r) => setTimeout(r, 5))
@@ -106,14 +107,17 @@ describe('POST /database/snapshot on SQLite', () => {
     const [file] = snapshotFiles(dir)
     const restored = join(tempDir(), 'controller.db')
     copyFileSync(join(dir, file as string), restored)
-    const second = await buildTestApp({ config: { dbPath: restored } })
+    const second = await buildTestApp({ clock, config: { dbPath: restored } })
     const secondToken = await login(second, 'admin', ADMIN_PASSWORD)
     expect(await listed(second, secondToken)).toEqual(expected)
+    // Sessions live when the snapshot was taken are kept by the restore.
+    const kept = await caller(second, token)('GET', `${M}/current-api-session`)
+    expect(kept.statusCode).toBe(200)
 
     const jwt = await signJwt(
       cert.privateKey,
       { iss: ISSUER, aud: 'ziti', sub: 'alice@example.com' },
-      { kid: 'backup-key' },
+      { kid: 'backup-key', now: clock() },
     )
     const res = await second.inject({
       method: 'POST',
