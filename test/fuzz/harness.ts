@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import { onTestFinished } from 'vitest'
 import { buildTestApp, login } from '../helpers/app.js'
 import { loopbackOnlyJson } from './hostile.js'
 import { baseBody, type Ids, type Operation, operations } from './operations.js'
@@ -52,7 +56,10 @@ function inEnvelope(body: string): boolean {
 
 /** The real app on a fresh database with one signer, policy and identity, ready to fuzz. */
 export async function startHarness(): Promise<{ h: Harness; ops: Operation[] }> {
-  const app = await buildTestApp()
+  // Snapshots of the in-memory database go to a folder of this run, so that the route succeeds too.
+  const snapshotDir = mkdtempSync(join(tmpdir(), 'ctrl-fuzz-'))
+  onTestFinished(() => rmSync(snapshotDir, { recursive: true, force: true }))
+  const app = await buildTestApp({ config: { snapshotDir, snapshotKeep: 2 } })
   const h = new Harness(app)
   await h.setup()
   return { h, ops: operations(app) }
