@@ -52,6 +52,10 @@ export interface Config {
   enrollCertValidityMs: number
   /** What the unauthenticated client signer list shows: the seed's fields, or OpenZiti's. */
   clientSignerFields: ClientSignerFields
+  /** Where database snapshots go; unset: `snapshots` beside the SQLite file. */
+  snapshotDir: string | undefined
+  /** Snapshots kept (the oldest removed after a new one). */
+  snapshotKeep: number
 }
 
 export const CLIENT_SIGNER_FIELDS = ['seed', 'openziti'] as const
@@ -101,6 +105,8 @@ export const DEFAULT_CONFIG: Config = {
   enrollCaKeyPath: undefined,
   enrollCertValidityMs: 365 * 24 * 3_600_000,
   clientSignerFields: 'seed',
+  snapshotDir: undefined,
+  snapshotKeep: 7,
 }
 
 type Env = Record<string, string | undefined>
@@ -321,5 +327,7 @@ export function loadConfig(env: Env): Config {
       DEFAULT_CONFIG.enrollCertValidityMs,
     ),
     clientSignerFields,
+    snapshotDir: read(env, 'CTRL_SNAPSHOT_DIR'),
+    snapshotKeep: integer(env, 'CTRL_SNAPSHOT_KEEP', DEFAULT_CONFIG.snapshotKeep, 1, 10_000),
   }
 }

@@ -38,7 +38,11 @@ const CODES = {
   UNSUPPORTED_MEDIA_TYPE: [415, 'The content type of the request body is not supported'],
   REQUEST_HEADER_TOO_LARGE: [431, 'The request head exceeds the maximum accepted size (16 KiB)'],
   RATE_LIMITED: [429, 'The requested operation is rate limited, try again later'],
+  SNAPSHOT_NOT_SUPPORTED: [400, 'This store does not take snapshots'],
   UNHANDLED: [500, 'An unhandled error occurred'],
+  SNAPSHOT_DIR_NOT_WRITABLE: [500, 'The snapshot folder cannot be created or written to'],
+  SNAPSHOT_FAILED: [500, 'The snapshot could not be written'],
+  SNAPSHOT_DISK_FULL: [507, 'The disk of the snapshot folder is full'],
   SERVICE_UNAVAILABLE: [503, 'The service is not available'],
 } as const satisfies Record<string, readonly [number, string]>
 

@@ -1,4 +1,5 @@
 import { buildAudit } from './audit/audit-module.js'
+import { buildBackups } from './backups/backup-module.js'
 import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
 import { type ControllerDirectory, singleController } from './enrollment/controllers.js'
@@ -87,6 +88,15 @@ export async function createServices(o: ServiceOptions) {
     ca: o.enrollCa,
     certValidityMs: config.enrollCertValidityMs,
   })
+  const backups = buildBackups({
+    store,
+    dbPath: config.dbPath,
+    snapshotDir: config.snapshotDir,
+    snapshotKeep: config.snapshotKeep,
+    clock,
+    audit: audit.audit,
+    log,
+  })
   followChanges({ changes, store, ...signers, ...verification, sessions: people.sessions })
 
   const { sessions, identities } = people
@@ -127,9 +137,11 @@ export async function createServices(o: ServiceOptions) {
         apiSessions: a,
       }
     },
+    backups,
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {
+      await backups.close()
       people.close()
       audit.close()
       await signers.close()

@@ -3,6 +3,7 @@ import type { Services } from '../services.js'
 import { auditEventRoutes } from './audit-events/index.js'
 import { type AuthDeps, requireSession } from './auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './auth-policies/index.js'
+import { databaseRoutes } from './database/index.js'
 import {
   identityPasswordRoutes,
   identityRoutes,
@@ -22,7 +23,7 @@ export interface ApiOptions {
   sessions: SessionRoutesOptions
 }
 
-/** The edge management API (`/edge/management/v1`): signers, identities, policies, audit events. */
+/** The edge management API (`/edge/management/v1`): signers, identities, policies, audit events, database. */
 export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, o) => {
   const { services, auth } = o
   const { signers, identities, policies } = services
@@ -54,4 +55,5 @@ export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, 
   await app.register(sessionRoutes, o.sessions)
   await app.register(auditEventRoutes, { prefix: '/audit-events', audit: services.audit, auth })
   await app.register(summaryRoutes, { prefix: '/summary', counts: services.counts, auth })
+  await app.register(databaseRoutes, { prefix: '/database', backups: services.backups, auth })
 }

@@ -122,6 +122,7 @@ export type AuditAction =
   | 'login-failed'
   | 'logout'
   | 'enroll'
+  | 'snapshot'
 
 /** The kinds of entity audit events name (the edge API's entity names). */
 export type AuditEntityType =
@@ -129,6 +130,7 @@ export type AuditEntityType =
   | 'identities'
   | 'auth-policies'
   | 'api-sessions'
+  | 'database'
 
 /** An audit event as stored: who did what to which entity; field names only, never values. */
 export interface AuditEventRecord {
@@ -289,6 +291,21 @@ export type FeedEvent =
   /** Listening again: caches must be reloaded once, then may be trusted. */
   | { type: 'fresh' }
 
+/** What the controller's own integrity rules are checked against (ids and references only). */
+export interface IntegrityFacts {
+  signerIds: string[]
+  policyIds: string[]
+  /** Every signer a policy names: in `primary.extJwt.allowedSigners` or as its secondary factor. */
+  policySignerRefs: { policyId: string; field: string; signerId: string }[]
+  identities: {
+    id: string
+    authPolicyId: string
+    externalId: string | null
+    isAdmin: boolean
+    disabled: boolean
+  }[]
+}
+
 /** The persistent store: SQLite for one process, PostgreSQL for several instances. */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres'
@@ -302,5 +319,14 @@ export interface Store {
   onFeed(listener: (event: FeedEvent) => void): void
   /** True while this instance may have missed another's change (caches must not be trusted). */
   readonly stale: boolean
+  /**
+   * Writes a consistent copy of the database to the new file `path` while requests keep being
+   * served (SQLite); PostgreSQL refuses with 400 `SNAPSHOT_NOT_SUPPORTED` (pg_dump does this).
+   */
+  snapshot(path: string): Promise<void>
+  /** Problems the database engine finds in its own file (SQLite); none on PostgreSQL. */
+  storageProblems(): Promise<string[]>
+  /** The rows the controller's integrity rules read. */
+  integrityFacts(): Promise<IntegrityFacts>
   close(): Promise<void>
 }

@@ -14,6 +14,14 @@ describe.each(STORES)('generated requests against every route on %s', (kind) => 
     `answer no 5xx, every 4xx in the envelope, and change nothing when they fail (${RUNS} runs, seed ${SEED})`,
     async () => {
       const { h, ops } = await startHarness(kind)
+      // The database routes are among those generated requests go to.
+      expect(ops.map((o) => `${o.method} ${o.path}`)).toEqual(
+        expect.arrayContaining([
+          'POST /edge/management/v1/database/snapshot',
+          'POST /edge/management/v1/database/check-data-integrity',
+          'GET /edge/management/v1/database/data-integrity-results',
+        ]),
+      )
       await fc.assert(
         fc.asyncProperty(plans(ops, h), async (plan) => {
           await h.send(plan.op.path, toRequest(plan, h))

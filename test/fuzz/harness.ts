@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import { onTestFinished } from 'vitest'
 import { buildTestApp, login } from '../helpers/app.js'
 import type { StoreKind } from '../helpers/stores.js'
 import { loopbackOnlyJson } from './hostile.js'
@@ -55,7 +59,11 @@ function inEnvelope(body: string): boolean {
 export async function startHarness(
   storeKind?: StoreKind,
 ): Promise<{ h: Harness; ops: Operation[] }> {
-  const app = await buildTestApp(storeKind ? { storeKind } : {})
+  // Snapshots of the in-memory database go to a folder of this run, so that the route succeeds too.
+  const snapshotDir = mkdtempSync(join(tmpdir(), 'ctrl-fuzz-'))
+  onTestFinished(() => rmSync(snapshotDir, { recursive: true, force: true }))
+  const config = { snapshotDir, snapshotKeep: 2 }
+  const app = await buildTestApp(storeKind ? { storeKind, config } : { config })
   const h = new Harness(app)
   await h.setup()
   return { h, ops: operations(app) }

@@ -12,11 +12,12 @@ const Action = Type.Union(
     'login-failed',
     'logout',
     'enroll',
+    'snapshot',
   ].map((a) => Type.Literal(a)),
 )
 
 const EntityType = Type.Union(
-  ['external-jwt-signers', 'identities', 'auth-policies', 'api-sessions'].map((e) =>
+  ['external-jwt-signers', 'identities', 'auth-policies', 'api-sessions', 'database'].map((e) =>
     Type.Literal(e),
   ),
 )

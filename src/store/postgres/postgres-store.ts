@@ -1,12 +1,20 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
-import type { FeedEvent, Repositories, Store, StoreChange, UnitOfWork } from '../contract.js'
+import type {
+  FeedEvent,
+  IntegrityFacts,
+  Repositories,
+  Store,
+  StoreChange,
+  UnitOfWork,
+} from '../contract.js'
 import type { Migration, MigrationLog } from '../migrations.js'
 import { PgAuditRepository } from './audit-repository.js'
 import { PgAuthPolicyRepository } from './auth-policy-repository.js'
 import { createPool, type PgSettings, type Queryable, waitForServer } from './connection.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
+import { pgIntegrityFacts, snapshotRefused } from './integrity.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
@@ -117,6 +125,19 @@ export class PgStore implements Store {
     } catch (err) {
       throw mapPgError(err)
     }
+  }
+
+  async snapshot(_path: string): Promise<void> {
+    throw snapshotRefused()
+  }
+
+  /** The server keeps its own pages consistent; only the controller's rules are checked here. */
+  async storageProblems(): Promise<string[]> {
+    return []
+  }
+
+  integrityFacts(): Promise<IntegrityFacts> {
+    return pgIntegrityFacts(this.pool)
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
-import type { FeedEvent, Repositories, Store, UnitOfWork } from '../contract.js'
+import type { FeedEvent, IntegrityFacts, Repositories, Store, UnitOfWork } from '../contract.js'
 import { AuditRepository } from './audit-repository.js'
 import { AuthPolicyRepository } from './auth-policy-repository.js'
+import { backupTo, integrityFacts, storageProblems } from './backup.js'
 import type { Db } from './connection.js'
 import { IdentityRepository } from './identity-repository.js'
 import { LoginFailureRepository } from './login-failure-repository.js'
@@ -100,6 +101,26 @@ export class SqliteStore implements Store {
     return this.mutex.run(() => {
       this.pingStmt.get()
     })
+  }
+
+  async snapshot(path: string): Promise<void> {
+    // Held until the copy's first step ran; later steps interleave with units of work.
+    await this.mutex.lock()
+    const copy = backupTo(this.db, path)
+    try {
+      await copy.firstStep
+    } finally {
+      this.mutex.unlock()
+    }
+    await copy.done
+  }
+
+  storageProblems(): Promise<string[]> {
+    return this.mutex.run(() => storageProblems(this.db))
+  }
+
+  integrityFacts(): Promise<IntegrityFacts> {
+    return this.mutex.run(() => integrityFacts(this.db))
   }
 
   async close(): Promise<void> {
