@@ -25,6 +25,7 @@ import { managementApi } from './routes/management-api.js'
 import type { SessionRoutesOptions } from './routes/sessions/index.js'
 import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
+import { Lifecycle } from './shutdown.js'
 import type { Store } from './store/contract.js'
 import { openStore } from './store/open-store.js'
 
@@ -48,6 +49,8 @@ export interface BuildAppOptions {
   onGeneratedAdminPassword?: (name: string, password: string) => void
   /** Prometheus metrics to count into (served on a listener of their own); absent: none counted. */
   metrics?: Metrics
+  /** The shutdown phase `server.ts` moves on signals (readiness, `Connection: close`). */
+  lifecycle?: Lifecycle
 }
 
 /** Request ids: a random per-process prefix and a counter (unique, and no crypto call per request). */
@@ -71,7 +74,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     : undefined
   const clock = options.clock ?? (() => new Date())
   let lane: Lane | undefined // set once the routes it stands in for exist
-  const app = createFastify(options, () => lane)
+  const lifecycle = options.lifecycle ?? new Lifecycle()
+  const app = createFastify(options, lifecycle, () => lane)
 
   // Cross-cutting parts, for every route registered after them.
   await app.register(errorHandling)
@@ -112,7 +116,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const pages = new ClientSignerPages(services.signers)
 
   // The APIs.
-  await app.register(healthRoutes, { ping: services.health })
+  await app.register(healthRoutes, { ping: services.health, ready: () => lifecycle.ready })
   await app.register(versionRoutes, {
     clientPath: CLIENT_PREFIX,
     managementPath: MANAGEMENT_PREFIX,
@@ -136,7 +140,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 }
 
 /** Fastify with every server option: the same in tests and in production. */
-function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
+function createFastify(
+  options: BuildAppOptions,
+  lifecycle: Lifecycle,
+  lane: () => Lane | undefined,
+) {
   const { config } = options
   const logger =
     options.logger === undefined
@@ -162,12 +170,17 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
         https: options.https !== undefined,
         keepAliveTimeoutMs: Math.ceil(config.httpKeepAliveTimeoutMs),
         requestTimeoutMs: nodeServer.requestTimeout,
+        closing: () => lifecycle.closing,
       },
       lane,
     ),
     // Read by Fastify only to name the listening address's scheme.
     ...(options.https ? { https: options.https } : {}),
     bodyLimit: 1024 * 1024,
+    // While closing, a request that still arrives on a kept-alive connection is served (with
+    // `Connection: close`), never refused with Fastify's own 503 body outside the edge envelope.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
     // One access-log line per request comes from the request-log plugin instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,
@@ -179,6 +192,12 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
   const answerClientError = clientErrorHandler(nextId, app.log)
+  // A request begun before closing would otherwise leave its connection open and idle, which Node
+  // no longer closes once the server stopped listening (the client's keep-alive time is waited).
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (lifecycle.closing) reply.header('connection', 'close')
+    done(null, payload)
+  })
   return app
 }
 

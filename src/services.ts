@@ -86,6 +86,7 @@ export async function createServices(o: ServiceOptions) {
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {
+      await people.sessions.drain()
       people.close()
       audit.close()
       await signers.close()
