@@ -30,6 +30,7 @@ import { LoginLimiter } from './routes/rate-limit.js'
 import type { SessionRoutesOptions } from './routes/sessions/index.js'
 import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
+import { Lifecycle } from './shutdown.js'
 import type { Store } from './store/contract.js'
 import { openStore } from './store/open-store.js'
 
@@ -57,6 +58,8 @@ export interface BuildAppOptions {
   controllers?: ControllerDirectory
   /** Prometheus metrics to count into (served on a listener of their own); absent: none counted. */
   metrics?: Metrics
+  /** The shutdown phase `server.ts` moves on signals (readiness, `Connection: close`). */
+  lifecycle?: Lifecycle
 }
 
 /** Request ids: a random per-process prefix and a counter (unique, and no crypto call per request). */
@@ -80,7 +83,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     : undefined
   const clock = options.clock ?? (() => new Date())
   let lane: Lane | undefined // set once the routes it stands in for exist
-  const app = createFastify(options, () => lane)
+  const lifecycle = options.lifecycle ?? new Lifecycle()
+  const app = createFastify(options, lifecycle, () => lane)
 
   // Cross-cutting parts, for every route registered after them.
   await app.register(errorHandling)
@@ -128,7 +132,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await warnUnusableSigners(services, config, app.log)
 
   // The APIs.
-  await app.register(healthRoutes, { ping: services.health })
+  await app.register(healthRoutes, { ping: services.health, ready: () => lifecycle.ready })
   await app.register(versionRoutes, {
     clientPath: CLIENT_PREFIX,
     managementPath: MANAGEMENT_PREFIX,
@@ -188,7 +192,11 @@ function thisController(options: BuildAppOptions): ControllerDirectory {
 }
 
 /** Fastify with every server option: the same in tests and in production. */
-function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
+function createFastify(
+  options: BuildAppOptions,
+  lifecycle: Lifecycle,
+  lane: () => Lane | undefined,
+) {
   const { config } = options
   const logger =
     options.logger === undefined
@@ -214,6 +222,7 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
         https: options.https !== undefined,
         keepAliveTimeoutMs: Math.ceil(config.httpKeepAliveTimeoutMs),
         requestTimeoutMs: nodeServer.requestTimeout,
+        closing: () => lifecycle.closing,
       },
       lane,
     ),
@@ -223,6 +232,10 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
     // OpenZiti's console reads `<list>/<id>//`: a trailing slash and repeated slashes reach the
     // same route, with no redirect, as on OpenZiti's controller.
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    // While closing, a request that still arrives on a kept-alive connection is served (with
+    // `Connection: close`), never refused with Fastify's own 503 body outside the edge envelope.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
     // One access-log line per request comes from the request-log plugin instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextId,
@@ -234,6 +247,12 @@ function createFastify(options: BuildAppOptions, lane: () => Lane | undefined) {
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
   const answerClientError = clientErrorHandler(nextId, app.log)
+  // A request begun before closing would otherwise leave its connection open and idle, which Node
+  // no longer closes once the server stopped listening (the client's keep-alive time is waited).
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (lifecycle.closing) reply.header('connection', 'close')
+    done(null, payload)
+  })
   return app
 }
 

@@ -56,6 +56,9 @@ export interface Config {
   snapshotDir: string | undefined
   /** Snapshots kept (the oldest removed after a new one). */
   snapshotKeep: number
+  /** SIGTERM: how long readiness fails while every route keeps serving, then the drain's bound. */
+  shutdownDelayMs: number
+  shutdownTimeoutMs: number
 }
 
 export const CLIENT_SIGNER_FIELDS = ['seed', 'openziti'] as const
@@ -107,6 +110,8 @@ export const DEFAULT_CONFIG: Config = {
   clientSignerFields: 'seed',
   snapshotDir: undefined,
   snapshotKeep: 7,
+  shutdownDelayMs: 5_000,
+  shutdownTimeoutMs: 25_000,
 }
 
 type Env = Record<string, string | undefined>
@@ -329,5 +334,7 @@ export function loadConfig(env: Env): Config {
     clientSignerFields,
     snapshotDir: read(env, 'CTRL_SNAPSHOT_DIR'),
     snapshotKeep: integer(env, 'CTRL_SNAPSHOT_KEEP', DEFAULT_CONFIG.snapshotKeep, 1, 10_000),
+    shutdownDelayMs: duration(env, 'CTRL_SHUTDOWN_DELAY', DEFAULT_CONFIG.shutdownDelayMs, true),
+    shutdownTimeoutMs: duration(env, 'CTRL_SHUTDOWN_TIMEOUT', DEFAULT_CONFIG.shutdownTimeoutMs),
   }
 }

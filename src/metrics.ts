@@ -70,8 +70,9 @@ export class Metrics {
   }
 
   /** Counts one answered request; `route` is the route pattern or `unmatched`. */
-  request(method: string, route: string, status: number, seconds: number): void {
-    this.duration.observe({ method, route }, seconds)
+  request(method: string, route: string, status: number | 'aborted', seconds: number): void {
+    // An aborted request has no answer whose time would mean anything.
+    if (status !== 'aborted') this.duration.observe({ method, route }, seconds)
     this.http.inc({ method, route, status })
   }
 

@@ -9,6 +9,8 @@ export interface NodeServerOptions {
   https: boolean
   keepAliveTimeoutMs: number
   requestTimeoutMs: number
+  /** True once shutdown stopped accepting: every response then closes its connection. */
+  closing: () => boolean
 }
 
 /**
@@ -22,6 +24,9 @@ export function serverWithLane(
 ): FastifyServerFactory<Server> {
   return (handler) => {
     const listener: RequestListener = (req, res) => {
+      // Set before any answer is written, so the lane's answers close the connection too; a
+      // response begun before closing ends its connection once idle (closeIdleConnections).
+      if (o.closing()) res.setHeader('connection', 'close')
       if (!lane()?.(req, res)) handler(req, res)
     }
     // An https.Server is an http.Server to every caller here (listen, close, address).

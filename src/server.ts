@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from './config.js'
 import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { caughtMessage } from './errors.js'
 import type { MetricsListener } from './metrics/listener.js'
+import { Lifecycle, shutdownInOrder } from './shutdown.js'
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>
@@ -73,8 +74,10 @@ async function main(): Promise<void> {
   // prom-client is loaded only when metrics are on.
   const metrics =
     config.metricsPort === undefined ? undefined : (await import('./metrics.js')).createMetrics()
+  const lifecycle = new Lifecycle()
   const app = await buildApp({
     config,
+    lifecycle,
     logger: { level: config.logLevel, stream: logStream },
     ...(metrics ? { metrics } : {}),
     ...(https ? { https } : {}),
@@ -89,13 +92,36 @@ async function main(): Promise<void> {
   })
 
   let metricsListener: MetricsListener | undefined
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'closing after an error')
-    else app.log.info({ signal }, 'shutting down')
+  const close = async () => {
     await metricsListener?.close()
     await app.close()
     logStream.flushSync()
+  }
+  // Errors only: the signals follow the order below, which a second signal must not cut short.
+  closeWithGrace({ delay: 10_000, skip: ['SIGTERM', 'SIGINT'] }, async ({ err }) => {
+    if (err) app.log.error({ err }, 'closing after an error')
+    await close()
   })
+  const shutdown = shutdownInOrder({
+    lifecycle,
+    delayMs: config.shutdownDelayMs,
+    timeoutMs: config.shutdownTimeoutMs,
+    log: app.log,
+    close,
+    forceClose: () => app.server.closeAllConnections(),
+  })
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      shutdown(signal).then(
+        () => process.exit(0),
+        (err: unknown) => {
+          app.log.error({ err }, 'shutdown failed')
+          logStream.flushSync()
+          process.exit(1)
+        },
+      )
+    })
+  }
 
   await app.listen({ host: config.host, port: config.port })
   const address = app.server.address()

@@ -142,6 +142,7 @@ export async function createServices(o: ServiceOptions) {
     health: () => store.ping(),
     close: async () => {
       await backups.close()
+      await people.sessions.drain()
       people.close()
       audit.close()
       await signers.close()

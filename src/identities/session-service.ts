@@ -82,6 +82,11 @@ export class SessionService {
     })
   }
 
+  /** Commits every login still waiting for its group commit (before the store closes). */
+  drain(): Promise<void> {
+    return this.writer.drain()
+  }
+
   /**
    * Opens a session for an identity; resolves, once it is stored, with the record and the token
    * (shown once). Logins arriving together share one commit. The audit event's actor is the

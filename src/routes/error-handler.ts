@@ -148,7 +148,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       if (appError.statusCode >= 500) request.log.error({ err }, 'request failed')
       return sendError(reply, request, appError)
     }
-    request.log.error({ err }, 'unhandled error')
+    // A client that went away mid-body is not a server fault, and operators page on error.
+    if (request.raw.aborted || err.code === 'ECONNRESET') {
+      request.log.debug({ code: err.code }, 'client aborted the request')
+    } else request.log.error({ err }, 'unhandled error')
     return sendError(reply, request, new AppError('UNHANDLED'))
   })
   app.setNotFoundHandler((request, reply) =>

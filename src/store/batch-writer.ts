@@ -18,6 +18,7 @@ const MAX_BATCH = 64
 export class BatchWriter<T> {
   private queue: Pending<T>[] = []
   private timer: NodeJS.Timeout | undefined
+  private readonly flushing = new Set<Promise<void>>()
 
   constructor(
     private readonly store: Store,
@@ -30,12 +31,25 @@ export class BatchWriter<T> {
       const n = this.queue.push({ item, resolve, reject })
       // Logins finish their signature checks in separate turns of the event loop: waiting a
       // millisecond for the next ones turns several commits into one (MAX_BATCH flushes at once).
-      if (n === 1) this.timer = setTimeout(() => void this.flush(), WINDOW_MS)
+      if (n === 1) this.timer = setTimeout(() => this.startFlush(), WINDOW_MS)
       else if (n >= MAX_BATCH) {
         clearTimeout(this.timer)
-        void this.flush()
+        this.startFlush()
       }
     })
+  }
+
+  /** Commits whatever is queued now and resolves when every write begun has settled (shutdown). */
+  async drain(): Promise<void> {
+    clearTimeout(this.timer)
+    this.startFlush()
+    await Promise.allSettled([...this.flushing])
+  }
+
+  private startFlush(): void {
+    const p = this.flush()
+    this.flushing.add(p)
+    void p.finally(() => this.flushing.delete(p))
   }
 
   private async flush(): Promise<void> {

@@ -12,7 +12,8 @@ export interface Started {
 
 /**
  * Starts the built server as `npm start` does (dist is built by the global setup) and waits for
- * its "listening on" line.
+ * its "listening on" line. Without CTRL_SHUTDOWN_DELAY in `env`, SIGTERM stops it at once (no
+ * balancer needs the readiness delay in these tests).
  */
 export async function startServer(
   env: Record<string, string>,
@@ -20,7 +21,7 @@ export async function startServer(
 ): Promise<Started> {
   const child = spawn(process.execPath, ['dist/src/server.js'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', CTRL_PORT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', CTRL_PORT: '0', CTRL_SHUTDOWN_DELAY: '0s', ...env },
   })
   let out = ''
   let err = ''

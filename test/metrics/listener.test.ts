@@ -15,6 +15,7 @@ async function start(env: Record<string, string>) {
       CTRL_PORT: '0',
       CTRL_DB: ':memory:',
       CTRL_ADMIN_PASSWORD: 'metrics-admin-password',
+      CTRL_SHUTDOWN_DELAY: '0s',
       ...env,
     },
   })
