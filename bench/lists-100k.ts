@@ -48,6 +48,7 @@ export async function benchLists100k(db?: string): Promise<void> {
           notBefore: null,
           notAfter: null,
           tags: {},
+          tokenRules: null,
           createdAt: now,
           updatedAt: now,
         })

@@ -1,6 +1,7 @@
 import { fieldError } from '../errors.js'
+import { checkTokenRules, mergeTokenRules, type TokenRulesPatch } from '../jwt/token-rules-check.js'
 import { applyPatch, type PatchRules } from '../resources.js'
-import type { SignerRecord, TargetToken } from '../store/contract.js'
+import type { SignerRecord, TargetToken, TokenRules } from '../store/contract.js'
 import { parseSignerCertificate, type SignerCertificate } from './certificate.js'
 
 /** The fields an operator writes; everything else is derived or assigned. */
@@ -19,10 +20,17 @@ export interface SignerInput {
   scopes?: string[] | null
   targetToken?: TargetToken | null
   tags?: Record<string, unknown> | null
+  /** Omitted on PUT: the stored rules stay (OpenZiti's tools do not know them); null clears. */
+  tokenRules?: TokenRules | null
 }
 
 /** A PATCH body: every key optional, `null` clears (or resets to the default). */
-export type SignerPatch = { [K in keyof SignerInput]?: SignerInput[K] | null }
+export type SignerPatch = {
+  [K in Exclude<keyof SignerInput, 'tokenRules'>]?: SignerInput[K] | null
+} & {
+  /** Merged member by member onto the stored rules; a null member removes it. */
+  tokenRules?: TokenRulesPatch | null
+}
 
 export type WritableSigner = Omit<
   SignerRecord,
@@ -53,6 +61,7 @@ export function fromInput(input: SignerInput): WritableSigner {
     scopes: input.scopes ?? null,
     targetToken: input.targetToken ?? 'ACCESS',
     tags: input.tags ?? {},
+    tokenRules: input.tokenRules ?? null,
   }
 }
 
@@ -64,7 +73,12 @@ const PATCH_RULES: PatchRules<WritableSigner> = {
 /** Merges a PATCH body onto the stored signer: only present keys change; `null` clears. */
 export function applySignerPatch(current: WritableSigner, patch: SignerPatch): WritableSigner {
   // fromInput reads "" as "not set", as it does for create and PUT.
-  return fromInput(applyPatch(fromInput(current), patch, PATCH_RULES))
+  const { tokenRules, ...rest } = patch
+  const next = fromInput(applyPatch(fromInput(current), rest, PATCH_RULES))
+  if (tokenRules === null) next.tokenRules = null
+  else if (tokenRules !== undefined)
+    next.tokenRules = mergeTokenRules(current.tokenRules, tokenRules)
+  return next
 }
 
 function checkUrl(field: string, value: string | null): void {
@@ -95,6 +109,7 @@ export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
   checkUrl('jwksEndpoint', s.jwksEndpoint)
   checkUrl('externalAuthUrl', s.externalAuthUrl)
   checkClaimsProperty(s.claimsProperty)
+  checkTokenRules(s.tokenRules)
   if (s.jwksEndpoint !== null && s.certPem !== null) {
     throw fieldError(
       'INVALID_FIELD',
