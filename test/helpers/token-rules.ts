@@ -14,13 +14,21 @@ const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
  */
 export async function rulesSetup(
   tokenRules: object | null,
-  options: { config?: Record<string, unknown>; signer?: Record<string, unknown> } = {},
+  options: {
+    config?: Record<string, unknown>
+    signer?: Record<string, unknown>
+    app?: Omit<Parameters<typeof buildTestApp>[0], 'config' | 'clock'>
+  } = {},
 ) {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }
   const server = await startJwksServer([jwk])
   const clock = testClock(RULES_NOW)
-  const app = await buildTestApp({ clock, ...(options.config ? { config: options.config } : {}) })
+  const app = await buildTestApp({
+    clock,
+    ...options.app,
+    ...(options.config ? { config: options.config } : {}),
+  })
   const call = caller(app, await login(app))
   const signer = await call('POST', SIGNERS, {
     name: 'idp',
@@ -39,15 +47,16 @@ export async function rulesSetup(
   const identityId = (
     await call('POST', '/edge/management/v1/identities', { name: 'alice' })
   ).json().data.id as string
-  const token = (claims: JWTPayload = {}, now = clock()) =>
+  /** Claims set to undefined are left out (signJwt drops them). */
+  const token = (claims: Record<string, unknown> = {}, now = clock()) =>
     signJwt(
       privateKey,
-      { iss: RULES_ISSUER, aud: 'ziti', sub: identityId, ...claims },
+      { iss: RULES_ISSUER, aud: 'ziti', sub: identityId, ...claims } as JWTPayload, // any claims
       { kid: 'k1', now },
     )
   const loginWith = (jwt: string) =>
     app.inject({ method: 'POST', url: LOGIN, headers: { authorization: `Bearer ${jwt}` } })
-  const tryLogin = async (claims: JWTPayload = {}) =>
+  const tryLogin = async (claims: Record<string, unknown> = {}) =>
     (await loginWith(await token(claims))).statusCode
   const explain = async (jwt: string) =>
     (await call('POST', `${SIGNERS}/verify-token`, { token: jwt })).json().data as Record<
