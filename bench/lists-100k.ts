@@ -53,6 +53,7 @@ export async function benchLists100k(db?: string): Promise<void> {
           notBefore: null,
           notAfter: null,
           tags: {},
+          tokenRules: null,
           createdAt: now,
           updatedAt: now,
         })

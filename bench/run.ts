@@ -12,6 +12,7 @@ import { benchMetrics } from './metrics.js'
 import { benchPasswordFlood } from './password-flood.js'
 import { freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
+import { benchTokenRules } from './token-rules.js'
 
 const PG_SERVER = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const summary: string[] = []
@@ -72,7 +73,26 @@ async function lists(ctrl: Controller, bare: (round: number) => Promise<Result>,
   return { client, signers, identities }
 }
 
+/** Goal of issue 26: login and secondary factor through a signer with token rules. */
+async function tokenRules(ctrl: Controller): Promise<void> {
+  const rules = await benchTokenRules(ctrl)
+  goal('26. RS256 login, signer with token rules / without', rules.login, 0.95)
+  goal('26. secondary factor, signer with token rules / without', rules.secondary, 0.95)
+}
+
+/** `BENCH_ONLY=token-rules`: just that part, on SQLite as `npm start` runs it. */
+async function onlyTokenRules(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ctrl-bench-'))
+  const ctrl = await startController(join(dir, 'bench.db'))
+  await tokenRules(ctrl)
+  await ctrl.stop()
+  rmSync(dir, { recursive: true, force: true })
+  console.log('\nsummary (ratios of this run):')
+  for (const line of summary) console.log(`  ${line}`)
+}
+
 async function main(): Promise<void> {
+  if (process.env.BENCH_ONLY === 'token-rules') return onlyTokenRules()
   const dir = mkdtempSync(join(tmpdir(), 'ctrl-bench-'))
   const here = dirname(fileURLToPath(import.meta.url))
   const barePort = await freePort()
@@ -112,6 +132,7 @@ async function main(): Promise<void> {
     await benchSecondary(sqlite.base, sqlite.call, sqlite.pid),
     0.9,
   )
+  await tokenRules(sqlite)
 
   // PostgreSQL, one instance, against the SQLite figures of the same run.
   const pgUrl = await benchDatabase('ctrl_bench')

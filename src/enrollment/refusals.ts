@@ -7,6 +7,8 @@ export const ENROLLMENT_REASONS = [
   'none',
   ...['malformed', 'unknown_issuer', 'unknown_kid', 'bad_signature', 'expired', 'audience'],
   ...['missing', 'signer', 'claims', 'not_allowed', 'already_enrolled', 'name_taken', 'csr'],
+  // A signer's token rules (issue 26), applied as at login.
+  ...['claim_condition', 'token_lifetime', 'token_age'],
   ...['rate_limited', 'error'],
 ] as const
 export type EnrollmentReason = (typeof ENROLLMENT_REASONS)[number]

@@ -97,6 +97,8 @@ export class SessionService {
     authenticatorId: string,
     ipAddress: string,
     ctx?: AuditContext,
+    /** The latest the session may last (the JWT's expiry, for `sessionEndsWithToken`). */
+    endsAt?: Date,
   ): Promise<{ session: SessionRecord; token: string }> {
     const id = newId()
     // The token names its session: it is found by id (in creation order, as it is stored), and the
@@ -113,7 +115,8 @@ export class SessionService {
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
       lastActivityAt: now.toISOString(),
-      expiresAt: new Date(now.getTime() + this.options.timeoutMs).toISOString(),
+      expiresAt: this.expiry(now, endsAt?.toISOString() ?? null),
+      hardExpiresAt: endsAt?.toISOString() ?? null,
     }
     const event = this.audit.event(
       { actor: { id: identity.id, name: identity.name }, requestId: ctx?.requestId ?? null },
@@ -153,7 +156,7 @@ export class SessionService {
     if (!identity || identity.disabled) return undefined
     if (now.getTime() - Date.parse(session.lastActivityAt) >= TOUCH_INTERVAL_MS) {
       const lastActivityAt = now.toISOString()
-      const expiresAt = new Date(now.getTime() + this.options.timeoutMs).toISOString()
+      const expiresAt = this.expiry(now, session.hardExpiresAt)
       try {
         await sessions.touch(session.id, lastActivityAt, expiresAt)
       } catch (err) {
@@ -165,6 +168,13 @@ export class SessionService {
     }
     if (generation === this.generation) this.keep(key, session)
     return { session, identity }
+  }
+
+  /** Idle timeout from now, but never past a session's hard end. */
+  private expiry(now: Date, hardExpiresAt: string | null): string {
+    const sliding = now.getTime() + this.options.timeoutMs
+    if (hardExpiresAt === null) return new Date(sliding).toISOString()
+    return new Date(Math.min(sliding, Date.parse(hardExpiresAt))).toISOString()
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/contract.js'
 import type { SignerKeys } from './signer-keys.js'
+import { compileRules } from './token-rules.js'
 import { VerifiedTokenCache } from './verified-cache.js'
 import {
   type ChallengeError,
@@ -25,10 +26,14 @@ export interface Matched {
   signer: SignerRecord
   identity: IdentityRecord
   kid: string
+  /** The token's `exp`, in seconds. */
+  exp: number
 }
 
 export interface Authenticated extends Matched {
   policy: AuthPolicyRecord
+  /** When the signer's `sessionEndsWithToken` holds: the latest the API session may last. */
+  sessionEndsAt: Date | undefined
 }
 
 /** What a client needs to know of the signer whose token it still has to present. */
@@ -125,19 +130,21 @@ export class ExternalJwtVerifier {
           )
         }
         this.stats.cacheHits++
-        return { signer, identity, kid: hit.kid }
+        return { signer, identity, kid: hit.kid, exp: hit.exp }
       }
     }
     this.stats.verified++
     const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
     const identity = await matchIdentity(verified, this.lookup)
+    const exp = verified.claims.exp as number // exp is required
     this.cache.set(key, {
       signerId: verified.signer.id,
       identityId: identity.id,
       kid: verified.kid,
-      expiresAtMs: this.cacheUntil(verified),
+      exp,
+      expiresAtMs: Math.min(this.cacheUntil(verified), verified.reusableUntilMs),
     })
-    return { signer: verified.signer, identity, kid: verified.kid }
+    return { signer: verified.signer, identity, kid: verified.kid, exp }
   }
 
   /**
@@ -159,7 +166,8 @@ export class ExternalJwtVerifier {
     if (refusal || !policy) {
       throw new JwtRejected('policy', refusal ?? '', signer.id, kid, { identityId: identity.id })
     }
-    return { ...matched, policy }
+    const ends = compileRules(signer).sessionEndsWithToken
+    return { ...matched, policy, sessionEndsAt: ends ? new Date(matched.exp * 1000) : undefined }
   }
 
   /**
@@ -169,7 +177,8 @@ export class ExternalJwtVerifier {
   async check(token: string): Promise<Authenticated> {
     const verified = await verifyExternalJwt(token, this.keys, this.options)
     const identity = await matchIdentity(verified, this.lookup)
-    return this.allowPrimary({ signer: verified.signer, identity, kid: verified.kid })
+    const { signer, kid } = verified
+    return this.allowPrimary({ signer, identity, kid, exp: verified.claims.exp as number }) // required
   }
 
   /**

@@ -10,6 +10,10 @@ export interface TokenExplanation {
   signerId: string | null
   kid: string | null
   identityId: string | null
+  /** The signer's token rule the token broke (`tokenRules.claims[2]`), or null. */
+  rule: string | null
+  /** That rule's operator note (`message`), or null. */
+  ruleMessage: string | null
   /** The protected header and the claims as the token states them, trusted or not. */
   header: Record<string, unknown> | null
   claims: Record<string, unknown> | null
@@ -39,7 +43,8 @@ export async function explainToken(
   try {
     const { signer, identity, kid } = await verifier.check(token)
     const ids = { signerId: signer.id, kid, identityId: identity.id }
-    return { accepted: true, kind: null, reason: null, ...ids, ...decoded }
+    const none = { kind: null, reason: null, rule: null, ruleMessage: null }
+    return { accepted: true, ...none, ...ids, ...decoded }
   } catch (err) {
     if (!(err instanceof JwtRejected)) throw err
     return {
@@ -49,6 +54,8 @@ export async function explainToken(
       signerId: err.signerId ?? null,
       kid: err.kid ?? null,
       identityId: err.identityId ?? null,
+      rule: err.rule?.path ?? null,
+      ruleMessage: err.rule?.message ?? null,
       ...decoded,
     }
   }

@@ -60,7 +60,8 @@ export type GetKey = (
 export interface ClaimOptions {
   algorithms: string[]
   issuer: string
-  audience: string
+  /** Accepted when `aud` contains any of these. */
+  audience: string | string[]
   requiredClaims: string[]
   /** Seconds. */
   clockTolerance: number

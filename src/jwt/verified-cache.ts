@@ -5,7 +5,12 @@ export interface VerifiedEntry {
   signerId: string
   identityId: string
   kid: string
-  /** Milliseconds since the epoch after which the token no longer counts (exp plus tolerance). */
+  /** The token's `exp`, in seconds (a session that ends with its token ends then). */
+  exp: number
+  /**
+   * Milliseconds since the epoch after which the token no longer counts: exp plus tolerance, or
+   * sooner when the signer's `maxTokenAge` would refuse it then (time-dependent rules).
+   */
   expiresAtMs: number
 }
 

@@ -2,6 +2,7 @@ import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose'
 import type { SignerRecord } from '../store/contract.js'
 import { verifyJwt } from './jws.js'
 import type { SignerEntry, SignerKeys } from './signer-keys.js'
+import { breakRules, compileRules, reusableUntil } from './token-rules.js'
 
 /** The algorithms this service accepts; jose also checks that each fits the key's type. */
 export const ALGORITHMS = [
@@ -31,6 +32,9 @@ export const REFUSAL_KINDS = [
   'bad_signature',
   'expired',
   'audience',
+  'claim_condition',
+  'token_lifetime',
+  'token_age',
   'no_identity',
   'identity_disabled',
   'policy',
@@ -47,15 +51,22 @@ export class JwtRejected extends Error {
   readonly error: ChallengeError
   /** The identity the token named, when the refusal came after it was found. */
   readonly identityId: string | undefined
+  /** The signer's token rule broken (`tokenRules.claims[2]`) and its operator note, if any. */
+  readonly rule: { path: string; message: string | undefined } | undefined
   constructor(
     readonly kind: RefusalKind,
     readonly reason: string,
     readonly signerId?: string,
     readonly kid?: string,
-    extra: { identityId?: string; error?: ChallengeError } = {},
+    extra: {
+      identityId?: string
+      error?: ChallengeError
+      rule?: { path: string; message: string | undefined }
+    } = {},
   ) {
     super(reason)
     this.identityId = extra.identityId
+    this.rule = extra.rule
     this.error = extra.error ?? (kind === 'expired' || kind === 'missing' ? kind : 'invalid')
   }
 }
@@ -64,6 +75,8 @@ export interface VerifiedJwt {
   signer: SignerRecord
   claims: JWTPayload
   kid: string
+  /** Until when (ms) this verification may be reused: exp, or sooner under `maxTokenAge`. */
+  reusableUntilMs: number
 }
 
 export interface VerifyOptions {
@@ -158,7 +171,9 @@ export async function verifyExternalJwt(
   if (entry.certKey && kid !== signer.kid)
     throw new JwtRejected('unknown_kid', 'kid does not match the signer', signer.id, kid)
   const now = options.clock()
-  if (!inValidity(signer, now.getTime(), options.clockToleranceMs)) {
+  const rules = compileRules(signer)
+  const toleranceMs = rules.clockSkewMs ?? options.clockToleranceMs
+  if (!inValidity(signer, now.getTime(), toleranceMs)) {
     throw new JwtRejected(
       'unknown_kid',
       'signer certificate is outside its validity window',
@@ -170,9 +185,9 @@ export async function verifyExternalJwt(
     const verifyOptions = {
       algorithms: ALGORITHMS,
       issuer: signer.issuer,
-      audience: signer.audience,
+      audience: rules.audience,
       requiredClaims: ['exp'],
-      clockTolerance: options.clockToleranceMs / 1000,
+      clockTolerance: toleranceMs / 1000,
       currentDate: now,
     }
     const { certKey, keySet } = entry
@@ -185,7 +200,13 @@ export async function verifyExternalJwt(
         verifyOptions,
       )
     } else throw new JwtRejected('unknown_kid', 'signer has no key material', signer.id, kid)
-    return { signer, claims: payload, kid }
+    const broken = breakRules(rules, payload, now.getTime(), toleranceMs)
+    if (broken) {
+      const rule = { path: broken.rule, message: broken.message }
+      throw new JwtRejected(broken.kind, broken.reason, signer.id, kid, { rule })
+    }
+    const reusableUntilMs = reusableUntil(rules, payload, toleranceMs)
+    return { signer, claims: payload, kid, reusableUntilMs }
   } catch (err) {
     throw rejection(err, signer.id, kid)
   }

@@ -63,7 +63,12 @@ export async function evaluateSecondary(
   deps.onSecondary?.(result)
   if (!result.met) {
     request.log.info(
-      { reason: result.reason, signerId: result.signer.id, identityId: identity.id },
+      {
+        kind: result.kind,
+        reason: result.reason,
+        signerId: result.signer.id,
+        identityId: identity.id,
+      },
       'secondary ext-jwt not met',
     )
   }

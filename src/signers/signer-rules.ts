@@ -1,6 +1,7 @@
 import { fieldError } from '../errors.js'
+import { checkTokenRules, mergeTokenRules, type TokenRulesPatch } from '../jwt/token-rules-check.js'
 import { applyPatch, type PatchRules } from '../resources.js'
-import type { SignerRecord, TargetToken } from '../store/contract.js'
+import type { SignerRecord, TargetToken, TokenRules } from '../store/contract.js'
 import { parseSignerCertificate, type SignerCertificate } from './certificate.js'
 
 /** The fields an operator writes; everything else is derived or assigned. */
@@ -24,10 +25,17 @@ export interface SignerInput {
   enrollAttributeClaimsSelector?: string | null
   enrollAuthPolicyId?: string | null
   tags?: Record<string, unknown> | null
+  /** Omitted on PUT: the stored rules stay (OpenZiti's tools do not know them); null clears. */
+  tokenRules?: TokenRules | null
 }
 
 /** A PATCH body: every key optional, `null` clears (or resets to the default). */
-export type SignerPatch = { [K in keyof SignerInput]?: SignerInput[K] | null }
+export type SignerPatch = {
+  [K in Exclude<keyof SignerInput, 'tokenRules'>]?: SignerInput[K] | null
+} & {
+  /** Merged member by member onto the stored rules; a null member removes it. */
+  tokenRules?: TokenRulesPatch | null
+}
 
 export type WritableSigner = Omit<
   SignerRecord,
@@ -68,6 +76,7 @@ export function fromInput(input: SignerInput): WritableSigner {
     enrollAttributeClaimsSelector: pointer(text(input.enrollAttributeClaimsSelector)),
     enrollAuthPolicyId: text(input.enrollAuthPolicyId) ?? 'default',
     tags: input.tags ?? {},
+    tokenRules: input.tokenRules ?? null,
   }
 }
 
@@ -88,7 +97,12 @@ const PATCH_RULES: PatchRules<WritableSigner> = {
 /** Merges a PATCH body onto the stored signer: only present keys change; `null` clears. */
 export function applySignerPatch(current: WritableSigner, patch: SignerPatch): WritableSigner {
   // fromInput reads "" as "not set", as it does for create and PUT.
-  return fromInput(applyPatch(fromInput(current), patch, PATCH_RULES))
+  const { tokenRules, ...rest } = patch
+  const next = fromInput(applyPatch(fromInput(current), rest, PATCH_RULES))
+  if (tokenRules === null) next.tokenRules = null
+  else if (tokenRules !== undefined)
+    next.tokenRules = mergeTokenRules(current.tokenRules, tokenRules)
+  return next
 }
 
 function checkUrl(field: string, value: string | null): void {
@@ -129,6 +143,7 @@ export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
       'must be true with enrollToTokenEnabled: enrolled identities are found by externalId',
     )
   }
+  checkTokenRules(s.tokenRules)
   if (s.jwksEndpoint !== null && s.certPem !== null) {
     throw fieldError(
       'INVALID_FIELD',

@@ -155,9 +155,16 @@ export class SignerService {
     return this.options.store.repos.signers.listForClient(query, withEnrollment)
   }
 
-  /** PUT: omitted optional fields reset to their defaults. */
+  /** PUT: omitted optional fields reset to their defaults, except token rules, which stay. */
   replace(id: string, input: SignerInput, ctx?: AuditContext): Promise<SignerRecord> {
-    return this.update(id, () => fromInput(input), ctx)
+    return this.update(
+      id,
+      (current) =>
+        fromInput(
+          input.tokenRules === undefined ? { ...input, tokenRules: current.tokenRules } : input,
+        ),
+      ctx,
+    )
   }
 
   /** PATCH: only the keys present change. */

@@ -2,6 +2,28 @@ import type { ListPage, ListQuery } from './query/list-query.js'
 
 export type TargetToken = 'ACCESS' | 'ID'
 
+/** One claim condition of a signer's token rules: a JSON pointer and exactly one operator. */
+export interface ClaimCondition {
+  claim: string
+  equals?: string | number | boolean
+  oneOf?: (string | number | boolean)[]
+  contains?: string
+  matches?: string
+  exists?: boolean
+  /** For operators (explain-a-token); never sent to clients. */
+  message?: string
+}
+
+/** What a signer asks of its tokens beyond issuer, audience, key and expiry; durations in Go syntax. */
+export interface TokenRules {
+  audiences?: string[]
+  claims?: ClaimCondition[]
+  maxTokenLifetime?: string
+  maxTokenAge?: string
+  clockSkew?: string
+  sessionEndsWithToken?: boolean
+}
+
 /** An external JWT signer as stored. */
 export interface SignerRecord {
   id: string
@@ -31,6 +53,8 @@ export interface SignerRecord {
   notBefore: string | null
   notAfter: string | null
   tags: Record<string, unknown>
+  /** Null: no rules (the signer behaves as OpenZiti's do). */
+  tokenRules: TokenRules | null
   createdAt: string
   updatedAt: string
 }
@@ -110,6 +134,8 @@ export interface SessionRecord {
   updatedAt: string
   lastActivityAt: string
   expiresAt: string
+  /** The latest `expiresAt` may slide to (the JWT's expiry, for `sessionEndsWithToken`), or null. */
+  hardExpiresAt: string | null
 }
 
 export type AuditAction =

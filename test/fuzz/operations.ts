@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 interface JsonSchema {
   type?: string | string[]
   properties?: Record<string, JsonSchema>
+  items?: JsonSchema
   required?: string[]
 }
 
@@ -40,28 +41,44 @@ export function operations(app: FastifyInstance): Operation[] {
   )
 }
 
-/** Dotted paths of every field a body schema declares, nested objects included. */
+/**
+ * Dotted paths of every field a body schema declares, nested objects included, and the fields of
+ * an array's objects through its first element (`tokenRules.claims.0.claim`).
+ */
 export function fieldPaths(schema: JsonSchema | undefined, prefix: string[] = []): string[][] {
-  return Object.entries(schema?.properties ?? {}).flatMap(([name, child]) => [
-    [...prefix, name],
-    ...fieldPaths(child, [...prefix, name]),
-  ])
+  const items = schema?.items?.properties ? fieldPaths(schema.items, [...prefix, '0']) : []
+  return [
+    ...items,
+    ...Object.entries(schema?.properties ?? {}).flatMap(([name, child]) => [
+      [...prefix, name],
+      ...fieldPaths(child, [...prefix, name]),
+    ]),
+  ]
 }
 
 /** Whether the schema of a field (by path) says it holds a string. */
 export function isStringField(schema: JsonSchema | undefined, path: string[]): boolean {
   let s = schema
-  for (const key of path) s = s?.properties?.[key]
+  for (const key of path) s = /^\d+$/.test(key) ? s?.items : s?.properties?.[key]
   const type = s?.type
   return type === 'string' || (Array.isArray(type) && type.includes('string'))
 }
 
-/** A copy of `body` with the field at `path` set to `value` (intermediate objects created). */
+/**
+ * A copy of `body` with the field at `path` set to `value` (intermediate objects created; a
+ * numeric key sets an array element).
+ */
 export function withField(body: unknown, path: string[], value: unknown): unknown {
-  const copy: Record<string, unknown> =
-    body !== null && typeof body === 'object' && !Array.isArray(body) ? { ...body } : {}
   const [head, ...rest] = path
   if (head === undefined) return value
+  if (/^\d+$/.test(head)) {
+    const array = Array.isArray(body) ? [...body] : []
+    const i = Number(head)
+    array[i] = rest.length === 0 ? value : withField(array[i], rest, value)
+    return array
+  }
+  const copy: Record<string, unknown> =
+    body !== null && typeof body === 'object' && !Array.isArray(body) ? { ...body } : {}
   copy[head] = rest.length === 0 ? value : withField(copy[head], rest, value)
   return copy
 }
@@ -80,6 +97,12 @@ export function baseBody(op: Operation, ids: Ids): unknown {
       jwksEndpoint: 'https://127.0.0.1:1/jwks',
       externalAuthUrl: 'https://login.localhost',
       tags: { n },
+      tokenRules: {
+        audiences: ['account'],
+        claims: [{ claim: '/azp', oneOf: ['ziti-tunnel'], message: 'tunneler only' }],
+        maxTokenAge: '1h',
+        sessionEndsWithToken: true,
+      },
     }
   }
   if (op.path.endsWith('/password')) return { password: `fuzz-password-${n}` }

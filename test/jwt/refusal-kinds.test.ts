@@ -7,6 +7,7 @@ import { signJwt, unsignedJwt } from '../helpers/jwt.js'
 import { openTestStore } from '../helpers/stores.js'
 
 const ISSUER = 'https://idp.kinds.example'
+const RULED = 'https://ruled.kinds.example'
 const NOW = new Date('2026-11-22T08:00:00.000Z')
 const T = Math.floor(NOW.getTime() / 1000)
 
@@ -35,6 +36,20 @@ async function setup() {
     audience: 'ziti',
     certPem: cert.certPem,
     kid: 'k1',
+  })
+  // A signer with token rules, for the kinds only rules give.
+  await services.signers.create({
+    name: 'ruled',
+    enabled: true,
+    issuer: RULED,
+    audience: 'ziti',
+    certPem: stranger.certPem,
+    kid: 'k-ruled',
+    tokenRules: {
+      maxTokenLifetime: '1h',
+      maxTokenAge: '10m',
+      claims: [{ claim: '/azp', equals: 'ziti' }],
+    },
   })
   const alice = await services.identities.create({ name: 'alice' })
   const bob = await services.identities.create({ name: 'bob', disabled: true })
@@ -78,6 +93,10 @@ const sign = (claims: Record<string, unknown>, over: { kid?: string; key?: TestC
     },
   )
 
+/** A token of the signer with token rules. */
+const ruled = (claims: Record<string, unknown>) =>
+  sign({ iss: RULED, ...claims }, { kid: 'k-ruled', key: stranger })
+
 describe('refusal kinds', () => {
   it('labels every refusal with one stable kind, and keeps the precise reason', async () => {
     const s = await setup()
@@ -120,6 +139,24 @@ describe('refusal kinds', () => {
       [[await sign({ sub: 'nobody' })], 'no_identity', 'invalid', 'no identity with that id'],
       [[await sign({ sub: bob })], 'identity_disabled', 'invalid', 'identity is disabled'],
       [[await sign({ sub: carol })], 'policy', 'invalid', 'policy does not allow JWT login'],
+      [
+        [await ruled({ sub: alice, iat: T, exp: T + 7200, azp: 'ziti' })],
+        'token_lifetime',
+        'invalid',
+        'exp - iat exceeds maxTokenLifetime',
+      ],
+      [
+        [await ruled({ sub: alice, iat: T - 1200, exp: T + 60, azp: 'ziti' })],
+        'token_age',
+        'invalid',
+        'token is older than maxTokenAge',
+      ],
+      [
+        [await ruled({ sub: alice, azp: 'other', exp: T + 60 })],
+        'claim_condition',
+        'invalid',
+        'claim condition /azp equals not met',
+      ],
     ]
     const seen = new Set<string>()
     for (const [tokens, kind, error, reason] of cases) {

@@ -19,6 +19,7 @@ const entry = (i: number, expiresAtMs = Number.MAX_SAFE_INTEGER) => ({
   signerId: `s${i % 3}`,
   identityId: `i${i % 5}`,
   kid: 'k',
+  exp: Math.floor(expiresAtMs / 1000),
   expiresAtMs,
 })
 

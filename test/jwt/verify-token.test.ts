@@ -102,6 +102,8 @@ describe('verify-token', () => {
         accepted: true,
         kind: null,
         reason: null,
+        rule: null,
+        ruleMessage: null,
         signerId: s.ids.signer,
         kid: 'k1',
         identityId: s.ids.alice,

@@ -59,6 +59,7 @@ forEachStore((kind) => {
             updatedAt: now.toISOString(),
             lastActivityAt: now.toISOString(),
             expiresAt: new Date(now.getTime() + 600_000).toISOString(),
+            hardExpiresAt: null,
           },
         ]),
       )

@@ -17,6 +17,7 @@ function session(identityId: string, id = newId()): SessionRecord {
     updatedAt: now,
     lastActivityAt: now,
     expiresAt: now,
+    hardExpiresAt: null,
   }
 }
 

@@ -101,7 +101,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       if (!(err instanceof JwtRejected)) throw err
       refusals.set(request, err.kind)
       request.log.info(
-        { reason: err.reason, signerId: err.signerId, kid: err.kid },
+        { kind: err.kind, reason: err.reason, signerId: err.signerId, kid: err.kid },
         'ext-jwt login refused',
       )
       const challenge = bearerChallenge(
@@ -157,19 +157,24 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
           cause: { field: 'method', reason: 'supported: password, ext-jwt', value: method },
         })
       }
-      const { identity, authenticatorId } =
+      const { identity, authenticatorId, endsAt } =
         method === 'ext-jwt'
           ? await primaryJwt(request).then((a) => {
               limiter?.identity(`id:${a.identity.id}`)
-              return { identity: a.identity, authenticatorId: `extJwtId:${a.signer.id}` }
+              return {
+                identity: a.identity,
+                authenticatorId: `extJwtId:${a.signer.id}`,
+                endsAt: a.sessionEndsAt,
+              }
             })
-          : await passwordLogin(request.body)
+          : { ...(await passwordLogin(request.body)), endsAt: undefined }
       const secondary = await evaluateSecondary(auth, request, identity)
       const { session, token } = await sessions.open(
         identity,
         authenticatorId,
         request.ip,
         auditContext(request),
+        endsAt,
       )
       const seconds = sessions.expirationSeconds(session)
       sessionHeaders(reply, session, seconds)

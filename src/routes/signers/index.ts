@@ -39,6 +39,7 @@ export function toSignerDetail(s: SignerRecord): SignerDetail {
     fingerprint: s.fingerprint,
     notBefore: s.notBefore,
     notAfter: s.notAfter,
+    tokenRules: s.tokenRules,
   }
 }
 

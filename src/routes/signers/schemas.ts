@@ -8,6 +8,7 @@ import {
   TagsSchema,
   TimestampSchema,
 } from '../common-schemas.js'
+import { TokenRulesPatchSchema, TokenRulesSchema } from './token-rules-schemas.js'
 
 const Name = Type.String({ minLength: 1, maxLength: 255 })
 const Issuer = Type.String({ minLength: 1, maxLength: 2048 })
@@ -51,7 +52,14 @@ const optionalFields = {
 
 /** Body of create and PUT: name, enabled, issuer and audience are required. */
 export const SignerBodySchema = Type.Object(
-  { name: Name, enabled: Type.Boolean(), issuer: Issuer, audience: Audience, ...optionalFields },
+  {
+    name: Name,
+    enabled: Type.Boolean(),
+    issuer: Issuer,
+    audience: Audience,
+    ...optionalFields,
+    tokenRules: Type.Optional(Nullable(TokenRulesSchema)),
+  },
   { additionalProperties: false },
 )
 
@@ -63,6 +71,7 @@ export const SignerPatchSchema = Type.Object(
     issuer: Type.Optional(Nullable(Issuer)),
     audience: Type.Optional(Nullable(Audience)),
     ...optionalFields,
+    tokenRules: Type.Optional(Nullable(TokenRulesPatchSchema)),
   },
   { additionalProperties: false },
 )
@@ -92,6 +101,7 @@ export const SignerDetailSchema = Type.Object({
   fingerprint: Nullable(Type.String()),
   notBefore: Nullable(TimestampSchema),
   notAfter: Nullable(TimestampSchema),
+  tokenRules: Nullable(TokenRulesSchema),
 })
 export type SignerDetail = Static<typeof SignerDetailSchema>
 

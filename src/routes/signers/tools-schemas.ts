@@ -47,6 +47,12 @@ export const TokenExplanationSchema = Type.Object({
   signerId: Nullable(Type.String()),
   kid: Nullable(Type.String()),
   identityId: Nullable(Type.String()),
+  rule: Nullable(
+    Type.String({
+      description: "The signer's token rule the token broke, such as tokenRules.claims[2]",
+    }),
+  ),
+  ruleMessage: Nullable(Type.String({ description: "That rule's message, for operators" })),
   header: Decoded,
   claims: Decoded,
 })

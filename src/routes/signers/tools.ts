@@ -52,8 +52,8 @@ export const signerToolRoutes: FastifyPluginAsyncTypebox<SignerToolsOptions> = a
     },
     async (request) => {
       const data = await o.explain(request.body.token)
-      const { accepted, kind, reason, signerId, kid } = data
-      request.log.info({ accepted, kind, reason, signerId, kid }, 'token explained')
+      const { accepted, kind, reason, signerId, kid, rule } = data
+      request.log.info({ accepted, kind, reason, signerId, kid, rule }, 'token explained')
       return { data, meta: {} }
     },
   )

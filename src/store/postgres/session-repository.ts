@@ -13,6 +13,7 @@ interface SessionRow {
   updated_at: Date
   last_activity_at: Date
   expires_at: Date
+  hard_expires_at: Date | null
 }
 
 function toRecord(r: SessionRow): SessionRecord {
@@ -27,10 +28,11 @@ function toRecord(r: SessionRow): SessionRecord {
     updatedAt: iso(r.updated_at),
     lastActivityAt: iso(r.last_activity_at),
     expiresAt: iso(r.expires_at),
+    hardExpiresAt: r.hard_expires_at === null ? null : iso(r.hard_expires_at),
   }
 }
 
-const FIELDS = 10
+const FIELDS = 11
 
 /** Persistence of API sessions on PostgreSQL. */
 export class PgSessionRepository implements SessionRepository {
@@ -62,10 +64,11 @@ export class PgSessionRepository implements SessionRepository {
       s.updatedAt,
       s.lastActivityAt,
       s.expiresAt,
+      s.hardExpiresAt,
     ])
     await this.run(
       `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
-         ip_address, created_at, updated_at, last_activity_at, expires_at) VALUES ${rows.join(', ')}`,
+         ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at) VALUES ${rows.join(', ')}`,
       values,
     )
   }

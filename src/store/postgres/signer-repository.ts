@@ -1,4 +1,10 @@
-import type { ClientSignerRow, SignerRecord, SignerRepository, TargetToken } from '../contract.js'
+import type {
+  ClientSignerRow,
+  SignerRecord,
+  SignerRepository,
+  TargetToken,
+  TokenRules,
+} from '../contract.js'
 import type { ListPage, ListQuery } from '../query/list-query.js'
 import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
@@ -29,6 +35,7 @@ interface SignerRow {
   not_before: Date | null
   not_after: Date | null
   tags: Record<string, unknown>
+  token_rules: TokenRules | null
   created_at: Date
   updated_at: Date
 }
@@ -59,6 +66,7 @@ function toRecord(r: SignerRow): SignerRecord {
     notBefore: iso(r.not_before),
     notAfter: iso(r.not_after),
     tags: r.tags,
+    tokenRules: r.token_rules,
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
   }
@@ -92,6 +100,7 @@ function values(s: SignerRecord): unknown[] {
     s.enrollNameClaimsSelector,
     s.enrollAttributeClaimsSelector,
     s.enrollAuthPolicyId,
+    s.tokenRules === null ? null : JSON.stringify(s.tokenRules),
   ]
 }
 
@@ -99,16 +108,16 @@ const COLUMNS = `id, name, enabled, issuer, audience, jwks_endpoint, cert_pem, k
   use_external_id, external_auth_url, client_id, scopes, target_token, common_name, fingerprint,
   not_before, not_after, tags, created_at, updated_at, enroll_to_token_enabled,
   enroll_to_cert_enabled, enroll_name_claims_selector, enroll_attribute_claims_selector,
-  enroll_auth_policy_id`
+  enroll_auth_policy_id, token_rules`
 const INSERT = `INSERT INTO signers (${COLUMNS}) VALUES
   ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-   $22, $23, $24, $25, $26)`
+   $22, $23, $24, $25, $26, $27)`
 const UPDATE = `UPDATE signers SET name = $2, enabled = $3, issuer = $4, audience = $5,
   jwks_endpoint = $6, cert_pem = $7, kid = $8, claims_property = $9, use_external_id = $10,
   external_auth_url = $11, client_id = $12, scopes = $13, target_token = $14, common_name = $15,
   fingerprint = $16, not_before = $17, not_after = $18, tags = $19, updated_at = $20,
   enroll_to_token_enabled = $21, enroll_to_cert_enabled = $22, enroll_name_claims_selector = $23,
-  enroll_attribute_claims_selector = $24, enroll_auth_policy_id = $25
+  enroll_attribute_claims_selector = $24, enroll_auth_policy_id = $25, token_rules = $26
   WHERE id = $1`
 const UNIQUE = { signers_name_key: 'name', signers_issuer_key: 'issuer', signers_kid: 'kid' }
 

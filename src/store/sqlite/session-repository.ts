@@ -14,6 +14,7 @@ interface SessionRow {
   updated_at: string
   last_activity_at: string
   expires_at: string
+  hard_expires_at: string | null
 }
 
 function toRecord(r: SessionRow): SessionRecord {
@@ -28,6 +29,7 @@ function toRecord(r: SessionRow): SessionRecord {
     updatedAt: r.updated_at,
     lastActivityAt: r.last_activity_at,
     expiresAt: r.expires_at,
+    hardExpiresAt: r.hard_expires_at,
   }
 }
 
@@ -54,9 +56,9 @@ export class SessionRepository {
     )
     this.insertStmt = db.prepare<SessionRow>(
       `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
-         ip_address, created_at, updated_at, last_activity_at, expires_at)
+         ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
        VALUES (@id, @token_hash, @legacy_token, @identity_id, @authenticator_id, @ip_address,
-         @created_at, @updated_at, @last_activity_at, @expires_at)`,
+         @created_at, @updated_at, @last_activity_at, @expires_at, @hard_expires_at)`,
     )
     this.byIdStmt = db.prepare<[string], SessionRow>('SELECT * FROM api_sessions WHERE id = ?')
     this.legacyByHashStmt = db.prepare<[Buffer], SessionRow>(
@@ -111,6 +113,7 @@ export class SessionRepository {
       updated_at: s.updatedAt,
       last_activity_at: s.lastActivityAt,
       expires_at: s.expiresAt,
+      hard_expires_at: s.hardExpiresAt,
     })
   }
 

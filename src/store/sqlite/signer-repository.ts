@@ -1,4 +1,4 @@
-import type { ClientSignerRow, SignerRecord, TargetToken } from '../contract.js'
+import type { ClientSignerRow, SignerRecord, TargetToken, TokenRules } from '../contract.js'
 import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
 import type { Db } from './connection.js'
 import { mapUniqueViolation } from './errors.js'
@@ -31,6 +31,7 @@ interface SignerRow {
   not_before: string | null
   not_after: string | null
   tags: string
+  token_rules: string | null
   created_at: string
   updated_at: string
 }
@@ -61,6 +62,7 @@ function toRecord(r: SignerRow): SignerRecord {
     notBefore: r.not_before,
     notAfter: r.not_after,
     tags: JSON.parse(r.tags) as Record<string, unknown>, // written by toRow
+    tokenRules: r.token_rules === null ? null : (JSON.parse(r.token_rules) as TokenRules), // as tags
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   }
@@ -92,6 +94,7 @@ function toRow(s: SignerRecord): SignerRow {
     not_before: s.notBefore,
     not_after: s.notAfter,
     tags: JSON.stringify(s.tags),
+    token_rules: s.tokenRules === null ? null : JSON.stringify(s.tokenRules),
     created_at: s.createdAt,
     updated_at: s.updatedAt,
   }
@@ -122,6 +125,7 @@ const COLUMNS: (keyof SignerRow)[] = [
   'not_before',
   'not_after',
   'tags',
+  'token_rules',
   'created_at',
   'updated_at',
 ]

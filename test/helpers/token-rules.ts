@@ -1,0 +1,67 @@
+import { exportJWK, generateKeyPair, type JWTPayload } from 'jose'
+import { buildTestApp, caller, login, testClock } from './app.js'
+import { startJwksServer } from './jwks-server.js'
+import { signJwt } from './jwt.js'
+
+export const RULES_ISSUER = 'https://idp.rules.example'
+export const RULES_NOW = '2026-11-22T08:00:00.000Z'
+export const SIGNERS = '/edge/management/v1/external-jwt-signers'
+const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
+
+/**
+ * An app with one JWKS signer (a real key served from 127.0.0.1) carrying `tokenRules`, and the
+ * identity alice whose id tokens name in `sub`. `token` signs at the test clock's time.
+ */
+export async function rulesSetup(
+  tokenRules: object | null,
+  options: {
+    config?: Record<string, unknown>
+    signer?: Record<string, unknown>
+    app?: Omit<Parameters<typeof buildTestApp>[0], 'config' | 'clock'>
+  } = {},
+) {
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }
+  const server = await startJwksServer([jwk])
+  const clock = testClock(RULES_NOW)
+  const app = await buildTestApp({
+    clock,
+    ...options.app,
+    ...(options.config ? { config: options.config } : {}),
+  })
+  const call = caller(app, await login(app))
+  const signer = await call('POST', SIGNERS, {
+    name: 'idp',
+    enabled: true,
+    issuer: RULES_ISSUER,
+    audience: 'ziti',
+    jwksEndpoint: server.url,
+    ...(tokenRules ? { tokenRules } : {}),
+    ...options.signer,
+  })
+  if (signer.statusCode !== 201) throw new Error(`signer: ${signer.body}`)
+  // The create starts the key fetch in the background; logins wait for nothing else.
+  for (let i = 0; i < 200 && server.hits() < 1; i++) await new Promise((r) => setTimeout(r, 10))
+  await new Promise((r) => setTimeout(r, 20))
+  const signerId = signer.json().data.id as string
+  const identityId = (
+    await call('POST', '/edge/management/v1/identities', { name: 'alice' })
+  ).json().data.id as string
+  /** Claims set to undefined are left out (signJwt drops them). */
+  const token = (claims: Record<string, unknown> = {}, now = clock()) =>
+    signJwt(
+      privateKey,
+      { iss: RULES_ISSUER, aud: 'ziti', sub: identityId, ...claims } as JWTPayload, // any claims
+      { kid: 'k1', now },
+    )
+  const loginWith = (jwt: string) =>
+    app.inject({ method: 'POST', url: LOGIN, headers: { authorization: `Bearer ${jwt}` } })
+  const tryLogin = async (claims: Record<string, unknown> = {}) =>
+    (await loginWith(await token(claims))).statusCode
+  const explain = async (jwt: string) =>
+    (await call('POST', `${SIGNERS}/verify-token`, { token: jwt })).json().data as Record<
+      string,
+      unknown
+    >
+  return { app, call, clock, server, signerId, identityId, token, loginWith, tryLogin, explain }
+}
