@@ -2,8 +2,9 @@ import fp from 'fastify-plugin'
 import { controlCharAt } from '../control-chars.js'
 import { fieldError } from '../errors.js'
 
-// Fields that hold PEM text, whose lines are separated by line feeds (and carriage returns).
-const MULTILINE = /pem$/i
+// Fields that hold PEM text (certPem, enrollment's clientCsr), whose lines are separated by line
+// feeds (and carriage returns).
+const MULTILINE = /(pem|csr)$/i
 const MAX_DEPTH = 64 // deeper bodies are refused by the schemas; this only bounds the walk
 
 /**
