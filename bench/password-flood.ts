@@ -1,34 +1,32 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { paired } from './common.js'
 import type { Controller } from './controller.js'
 import { distinctLogins, LOGIN_TOKENS, type LoginFixture } from './login.js'
 
 const FLOOD = 64
+const here = dirname(fileURLToPath(import.meta.url))
 
 /**
- * 64 clients sending wrong passwords, each attempt under a fresh user name (so no name reaches
- * its backoff and every attempt costs a full scrypt hash), until `stop` is called.
+ * 64 clients sending wrong passwords (see flood-client.ts) in a process of their own, until `stop`
+ * is called; `stop` resolves with the attempts they sent.
  */
-function passwordFlood(ctrl: Controller): () => Promise<number> {
-  let active = true
-  let serial = 0
+async function passwordFlood(ctrl: Controller): Promise<() => Promise<number>> {
   const url = `${ctrl.base}/edge/management/v1/authenticate?method=password`
-  const client = async () => {
-    let n = 0
-    while (active) {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: `flood-${serial++}`, password: 'wrong-password-1' }),
-      }).catch(() => undefined)
-      await res?.arrayBuffer()
-      n++
-    }
-    return n
-  }
-  const clients = Array.from({ length: FLOOD }, client)
+  const child = spawn(process.execPath, [join(here, 'flood-client.js'), url, String(FLOOD)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString()
+  })
+  while (!out.includes('started')) await new Promise((r) => setTimeout(r, 10))
   return async () => {
-    active = false
-    return (await Promise.all(clients)).reduce((a, b) => a + b, 0)
+    child.kill('SIGTERM')
+    await once(child, 'exit')
+    return Number(out.split('\n')[1] ?? 0)
   }
 }
 
@@ -48,11 +46,12 @@ export async function benchPasswordFlood(ctrl: Controller, fixture: LoginFixture
     },
     async () => {
       const more = await fixture.tokens('RS256', LOGIN_TOKENS)
-      const stop = passwordFlood(ctrl)
+      const stop = await passwordFlood(ctrl)
       try {
         return await distinctLogins(ctrl, more)
       } finally {
-        await stop()
+        const sent = await stop()
+        console.log(`  (the flood sent ${sent} wrong passwords meanwhile)`)
       }
     },
   )

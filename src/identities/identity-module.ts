@@ -4,7 +4,7 @@ import type { AuthPolicyService } from '../policies/auth-policy-service.js'
 import type { Store } from '../store/contract.js'
 import { everyInterval, type TimerLog } from '../timers.js'
 import { IdentityService } from './identity-service.js'
-import { type LockoutRules, LoginThrottle } from './login-throttle.js'
+import { type LockoutRules, LoginThrottle, policyLockout } from './login-throttle.js'
 import type { PasswordLoginDeps } from './password-login.js'
 import { SessionService } from './session-service.js'
 
@@ -49,6 +49,10 @@ export function buildIdentities(o: {
     credentials: (name) => identities.credentials(name),
     allowsPrimary: (identity, method) => o.policies.allowsPrimary(identity, method),
     throttle,
+    lockoutOf: async (identity) => {
+      const policy = await o.policies.policyOf(identity)
+      return policy && policyLockout(policy.updbMaxAttempts, policy.updbLockoutDurationMinutes)
+    },
     // Audited (and so logged at info) with the user name and why; never the password.
     onFailure: async (username, identity, reason) => {
       const event = audit.event(

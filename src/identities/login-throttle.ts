@@ -14,6 +14,21 @@ export interface LockoutRules {
 export const DEFAULT_LOCKOUT: LockoutRules = { attempts: 10, firstMs: 1000, maxMs: 15 * 60_000 }
 
 /**
+ * An auth policy's `maxAttempts` and `lockoutDurationMinutes` as rules that replace the defaults:
+ * maxAttempts 0 keeps the defaults; a duration of 0 keeps the default growing interval (OpenZiti
+ * reads 0 as "locked until an admin unlocks", which would let anyone lock out any user name).
+ */
+export function policyLockout(
+  maxAttempts: number,
+  lockoutDurationMinutes: number,
+): Partial<LockoutRules> | undefined {
+  if (maxAttempts <= 0) return undefined
+  if (lockoutDurationMinutes <= 0) return { attempts: maxAttempts }
+  const ms = lockoutDurationMinutes * 60_000
+  return { attempts: maxAttempts, firstMs: ms, maxMs: ms }
+}
+
+/**
  * Counts failed password logins by user name, whatever the client address: from the
  * `attempts`-th consecutive failure on, the name's logins are refused with 429 for an interval
  * that starts at `firstMs` and doubles with each failure after (at most `maxMs`); a success resets
@@ -32,7 +47,7 @@ export class LoginThrottle {
 
   /** Throws RATE_LIMITED while the name is in its backoff (before any hashing). */
   async check(name: string): Promise<void> {
-    if (!this.enabled) return
+    // Read even when the defaults are off: a policy's maxAttempts may have locked the name.
     const record = await this.repo.get(name)
     if (!record?.lockedUntil) return
     const waitMs = Date.parse(record.lockedUntil) - this.clock().getTime()
@@ -58,7 +73,7 @@ export class LoginThrottle {
 
   /** A success: the name starts again with a clean count. */
   async succeeded(name: string): Promise<void> {
-    if (this.enabled) await this.repo.clear(name)
+    await this.repo.clear(name)
   }
 
   /** Forgets counts untouched for a day (their names' backoff, at most 15 minutes, is over). */

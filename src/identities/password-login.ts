@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js'
 import type { IdentityRecord } from '../store/contract.js'
-import type { LoginThrottle } from './login-throttle.js'
+import type { LockoutRules, LoginThrottle } from './login-throttle.js'
 import { verifyPassword } from './password.js'
 
 /** Why a password login failed, as the audit trail records it (the client sees one 401). */
@@ -12,6 +12,8 @@ export interface PasswordLoginDeps {
   allowsPrimary(identity: IdentityRecord, method: 'updb'): Promise<boolean>
   /** The per-user-name backoff after repeated failures (absent: none). */
   throttle?: LoginThrottle | undefined
+  /** The identity's auth policy lockout, replacing the throttle's defaults (absent: defaults). */
+  lockoutOf?: ((identity: IdentityRecord) => Promise<Partial<LockoutRules> | undefined>) | undefined
   /** Told of each failure (the audit trail), never of the password. */
   onFailure?:
     | ((
@@ -45,7 +47,8 @@ export async function checkPassword(
           ? 'policy'
           : undefined
   if (reason !== undefined || !identity) {
-    await deps.throttle?.failed(username)
+    const rules = identity ? await deps.lockoutOf?.(identity) : undefined
+    await deps.throttle?.failed(username, rules)
     await deps.onFailure?.(username, identity, reason ?? 'unknown-user')
     throw new AppError('INVALID_AUTH')
   }

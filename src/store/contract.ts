@@ -113,6 +113,10 @@ export interface AuthPolicyRecord {
   updbRequireSpecialChar: boolean
   updbRequireNumberChar: boolean
   updbRequireMixedCase: boolean
+  /** Consecutive failed password logins that lock the user name; 0: the default backoff. */
+  updbMaxAttempts: number
+  /** How long that lock lasts; 0: the default backoff's growing interval. */
+  updbLockoutDurationMinutes: number
   extJwtAllowed: boolean
   allowedSigners: string[]
   requireExtJwtSigner: string | null

@@ -13,6 +13,8 @@ interface PolicyRow {
   updb_require_special_char: boolean
   updb_require_number_char: boolean
   updb_require_mixed_case: boolean
+  updb_max_attempts: number
+  updb_lockout_duration_minutes: number
   ext_jwt_allowed: boolean
   allowed_signers: string[]
   secondary_require_ext_jwt_signer: string | null
@@ -31,6 +33,8 @@ function toRecord(r: PolicyRow): AuthPolicyRecord {
     updbRequireSpecialChar: r.updb_require_special_char,
     updbRequireNumberChar: r.updb_require_number_char,
     updbRequireMixedCase: r.updb_require_mixed_case,
+    updbMaxAttempts: r.updb_max_attempts,
+    updbLockoutDurationMinutes: r.updb_lockout_duration_minutes,
     extJwtAllowed: r.ext_jwt_allowed,
     allowedSigners: r.allowed_signers,
     requireExtJwtSigner: r.secondary_require_ext_jwt_signer,
@@ -54,6 +58,8 @@ function values(p: AuthPolicyRecord): unknown[] {
     p.requireExtJwtSigner,
     JSON.stringify(p.tags),
     p.updatedAt,
+    p.updbMaxAttempts,
+    p.updbLockoutDurationMinutes,
     p.createdAt,
   ]
 }
@@ -96,8 +102,9 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
     await this.query(
       `INSERT INTO auth_policies (id, name, cert_allowed, updb_allowed, updb_min_password_length,
          updb_require_special_char, updb_require_number_char, updb_require_mixed_case,
-         ext_jwt_allowed, secondary_require_ext_jwt_signer, tags, updated_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+         ext_jwt_allowed, secondary_require_ext_jwt_signer, tags, updated_at,
+         updb_max_attempts, updb_lockout_duration_minutes, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       values(p),
       p,
     )
@@ -109,8 +116,9 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
       `UPDATE auth_policies SET name = $2, cert_allowed = $3, updb_allowed = $4,
          updb_min_password_length = $5, updb_require_special_char = $6,
          updb_require_number_char = $7, updb_require_mixed_case = $8, ext_jwt_allowed = $9,
-         secondary_require_ext_jwt_signer = $10, tags = $11, updated_at = $12 WHERE id = $1`,
-      values(p).slice(0, 12),
+         secondary_require_ext_jwt_signer = $10, tags = $11, updated_at = $12,
+         updb_max_attempts = $13, updb_lockout_duration_minutes = $14 WHERE id = $1`,
+      values(p).slice(0, 14),
       p,
     )
     if ((res.rowCount ?? 0) === 0) return false

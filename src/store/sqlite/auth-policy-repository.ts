@@ -15,6 +15,8 @@ interface PolicyRow {
   updb_require_special_char: number
   updb_require_number_char: number
   updb_require_mixed_case: number
+  updb_max_attempts: number
+  updb_lockout_duration_minutes: number
   ext_jwt_allowed: number
   secondary_require_ext_jwt_signer: string | null
   tags: string
@@ -32,6 +34,8 @@ function toRow(p: AuthPolicyRecord): PolicyRow {
     updb_require_special_char: p.updbRequireSpecialChar ? 1 : 0,
     updb_require_number_char: p.updbRequireNumberChar ? 1 : 0,
     updb_require_mixed_case: p.updbRequireMixedCase ? 1 : 0,
+    updb_max_attempts: p.updbMaxAttempts,
+    updb_lockout_duration_minutes: p.updbLockoutDurationMinutes,
     ext_jwt_allowed: p.extJwtAllowed ? 1 : 0,
     secondary_require_ext_jwt_signer: p.requireExtJwtSigner,
     tags: JSON.stringify(p.tags),
@@ -49,6 +53,8 @@ const COLUMNS: (keyof PolicyRow)[] = [
   'updb_require_special_char',
   'updb_require_number_char',
   'updb_require_mixed_case',
+  'updb_max_attempts',
+  'updb_lockout_duration_minutes',
   'ext_jwt_allowed',
   'secondary_require_ext_jwt_signer',
   'tags',
@@ -124,6 +130,8 @@ export class AuthPolicyRepository {
       updbRequireSpecialChar: r.updb_require_special_char === 1,
       updbRequireNumberChar: r.updb_require_number_char === 1,
       updbRequireMixedCase: r.updb_require_mixed_case === 1,
+      updbMaxAttempts: r.updb_max_attempts,
+      updbLockoutDurationMinutes: r.updb_lockout_duration_minutes,
       extJwtAllowed: r.ext_jwt_allowed === 1,
       allowedSigners: this.signersStmt.all(r.id).map((s) => s.signer_id),
       requireExtJwtSigner: r.secondary_require_ext_jwt_signer,
