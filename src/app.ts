@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
+import { controllerSelf } from './controllers/self.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { loggerOptions, redaction } from './logger.js'
@@ -94,6 +95,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     jwksFetchTimeoutMs: options.jwksFetchTimeoutMs,
     resolver: options.resolver,
     verifiedCacheEntries: options.verifiedCacheEntries,
+    self: controllerSelf(config, options.https?.cert),
   })
   app.addHook('onClose', services.close)
   metrics?.watch({
@@ -123,7 +125,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   })
   await app.register(caCertsRoutes, { pkcs7 })
   await app.register(managementApi, { prefix: MANAGEMENT_PREFIX, services, auth, sessions })
-  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages })
+  await app.register(clientApi, {
+    prefix: CLIENT_PREFIX,
+    sessions,
+    pages,
+    controllers: services.controllers,
+  })
   lane = clientListLane({
     path: `${CLIENT_PREFIX}/external-jwt-signers`,
     pages,

@@ -37,6 +37,11 @@ export interface Config {
   /** SIGTERM: how long readiness fails while every route keeps serving, then the drain's bound. */
   shutdownDelayMs: number
   shutdownTimeoutMs: number
+  /** This instance in the controllers list: its name (default host:port) and advertised API URL. */
+  instanceName: string | undefined
+  advertiseUrl: string | undefined
+  /** How often this instance refreshes its heartbeat in the controllers list. */
+  heartbeatMs: number
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -75,6 +80,9 @@ export const DEFAULT_CONFIG: Config = {
   metricsHost: '127.0.0.1',
   shutdownDelayMs: 5_000,
   shutdownTimeoutMs: 25_000,
+  instanceName: undefined,
+  advertiseUrl: undefined,
+  heartbeatMs: 5_000,
 }
 
 type Env = Record<string, string | undefined>
@@ -219,5 +227,31 @@ export function loadConfig(env: Env): Config {
     metricsHost: read(env, 'CTRL_METRICS_HOST') ?? DEFAULT_CONFIG.metricsHost,
     shutdownDelayMs: duration(env, 'CTRL_SHUTDOWN_DELAY', DEFAULT_CONFIG.shutdownDelayMs, true),
     shutdownTimeoutMs: duration(env, 'CTRL_SHUTDOWN_TIMEOUT', DEFAULT_CONFIG.shutdownTimeoutMs),
+    instanceName: instanceName(env),
+    advertiseUrl: advertiseUrl(env),
+    heartbeatMs: duration(env, 'CTRL_HEARTBEAT_INTERVAL', DEFAULT_CONFIG.heartbeatMs),
   }
+}
+
+function instanceName(env: Env): string | undefined {
+  const name = read(env, 'CTRL_INSTANCE_NAME')
+  if (name !== undefined && name.length > 255) {
+    throw new ConfigError('CTRL_INSTANCE_NAME: at most 255 characters')
+  }
+  return name
+}
+
+function advertiseUrl(env: Env): string | undefined {
+  const raw = read(env, 'CTRL_ADVERTISE_URL')
+  if (raw === undefined) return undefined
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`CTRL_ADVERTISE_URL: must be an http or https URL, got "${raw}"`)
+  }
+  return raw.replace(/\/+$/, '')
 }

@@ -1,6 +1,8 @@
 import { buildAudit } from './audit/audit-module.js'
 import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
+import { ControllerRegistry, type ControllerSelf } from './controllers/controller-registry.js'
+import { controllerSelf } from './controllers/self.js'
 import { buildIdentities } from './identities/identity-module.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
 import { buildVerification } from './jwt/verification-module.js'
@@ -20,6 +22,8 @@ export interface ServiceOptions {
   jwksFetchTimeoutMs?: number | undefined
   resolver?: Resolver | undefined
   verifiedCacheEntries?: number | undefined
+  /** This instance in the controllers list (default: from `config`, served over plain HTTP). */
+  self?: ControllerSelf | undefined
 }
 
 /**
@@ -61,6 +65,14 @@ export async function createServices(o: ServiceOptions) {
     stale: () => store.stale,
     verifiedCacheEntries: o.verifiedCacheEntries,
   })
+  const controllers = new ControllerRegistry({
+    store,
+    clock,
+    self: o.self ?? controllerSelf(config),
+    heartbeatMs: config.heartbeatMs,
+    log,
+  })
+  await controllers.start()
   followChanges({ changes, store, ...signers, ...verification, sessions: people.sessions })
 
   const { sessions, identities } = people
@@ -83,9 +95,14 @@ export async function createServices(o: ServiceOptions) {
     },
     discover: signers.discover,
     explain: verification.explain,
+    controllers,
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {
+      // First, while the store is open: a clean shutdown leaves the controllers list.
+      await controllers.stop().catch((err: unknown) => {
+        log.warn({ err }, 'leaving the controllers list failed')
+      })
       await people.sessions.drain()
       people.close()
       audit.close()

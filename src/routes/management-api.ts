@@ -3,6 +3,7 @@ import type { Services } from '../services.js'
 import { auditEventRoutes } from './audit-events/index.js'
 import { type AuthDeps, requireSession } from './auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './auth-policies/index.js'
+import { controllerRoutes } from './controllers/index.js'
 import {
   identityPasswordRoutes,
   identityRoutes,
@@ -20,7 +21,8 @@ export interface ApiOptions {
   sessions: SessionRoutesOptions
 }
 
-/** The edge management API (`/edge/management/v1`): signers, identities, policies, audit events. */
+/** The edge management API (`/edge/management/v1`): signers, identities, policies, audit events,
+ * controllers. */
 export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, o) => {
   const { services, auth } = o
   const { signers, identities, policies } = services
@@ -46,4 +48,10 @@ export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, 
   })
   await app.register(sessionRoutes, o.sessions)
   await app.register(auditEventRoutes, { prefix: '/audit-events', audit: services.audit, auth })
+  await app.register(controllerRoutes, {
+    prefix: '/controllers',
+    controllers: services.controllers,
+    auth,
+    admin: true,
+  })
 }

@@ -5,6 +5,7 @@ import type { Migration, MigrationLog } from '../migrations.js'
 import { PgAuditRepository } from './audit-repository.js'
 import { PgAuthPolicyRepository } from './auth-policy-repository.js'
 import { createPool, type PgSettings, type Queryable, waitForServer } from './connection.js'
+import { PgControllerRepository } from './controller-repository.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
 import { migratePostgres } from './migrate.js'
@@ -19,6 +20,7 @@ function repositories(db: Queryable): Repositories {
     policies: new PgAuthPolicyRepository(db),
     sessions: new PgSessionRepository(db),
     audit: new PgAuditRepository(db),
+    controllers: new PgControllerRepository(db),
   }
 }
 

@@ -2,6 +2,7 @@ import type { FeedEvent, Repositories, Store, UnitOfWork } from '../contract.js'
 import { AuditRepository } from './audit-repository.js'
 import { AuthPolicyRepository } from './auth-policy-repository.js'
 import type { Db } from './connection.js'
+import { ControllerRepository } from './controller-repository.js'
 import { IdentityRepository } from './identity-repository.js'
 import { Mutex, now } from './mutex.js'
 import { SessionRepository } from './session-repository.js'
@@ -33,6 +34,7 @@ interface SyncRepositories {
   policies: Sync<Repositories['policies']>
   sessions: Sync<Repositories['sessions']>
   audit: Sync<Repositories['audit']>
+  controllers: Sync<Repositories['controllers']>
 }
 
 function facades(sync: SyncRepositories, run: Runner): Repositories {
@@ -42,6 +44,7 @@ function facades(sync: SyncRepositories, run: Runner): Repositories {
     policies: facade(sync.policies, run),
     sessions: facade(sync.sessions, run),
     audit: facade(sync.audit, run),
+    controllers: facade(sync.controllers, run),
   }
 }
 
@@ -64,6 +67,7 @@ export class SqliteStore implements Store {
       policies: new AuthPolicyRepository(db),
       sessions: new SessionRepository(db),
       audit: new AuditRepository(db),
+      controllers: new ControllerRepository(db),
     }
     this.repos = facades(sync, (fn) => this.mutex.run(fn))
     // Inside a unit of work the lock is already held: statements run at once.
