@@ -98,6 +98,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     self: controllerSelf(config, options.https?.cert),
   })
   app.addHook('onClose', services.close)
+  if (config.port === 0) {
+    // Any free port: the list learns the real one once the listener has it.
+    app.addHook('onListen', async () => {
+      const address = app.server.address()
+      if (typeof address !== 'object' || !address) return
+      await services.controllers.moveTo(controllerSelf(config, options.https?.cert, address.port))
+    })
+  }
   metrics?.watch({
     sessions: () => store.repos.sessions.count(),
     keys: services.keys,

@@ -87,6 +87,18 @@ export class ControllerRegistry {
     if (!(await this.o.store.repos.controllers.heartbeat(this.id, at))) await this.register()
   }
 
+  /**
+   * Registers under a new name or address (listening on port 0 picks the port only after start):
+   * the row of the old name is removed, so the list never shows the instance twice.
+   */
+  async moveTo(self: ControllerSelf): Promise<void> {
+    const { name, advertiseUrl } = this.o.self
+    if (self.name === name && self.advertiseUrl === advertiseUrl) return
+    this.o.self = self
+    if (this.id !== undefined) await this.o.store.repos.controllers.delete(this.id)
+    await this.register()
+  }
+
   /** Stops beating and leaves the list (call before the store closes). */
   async stop(): Promise<void> {
     clearInterval(this.timer)

@@ -9,7 +9,12 @@ import type { ControllerSelf } from './controller-registry.js'
  * chain it serves with its SHA-1 fingerprint (OpenZiti's form: lowercase hex of the DER), both
  * empty over plain HTTP.
  */
-export function controllerSelf(config: Config, tlsCert?: Buffer): ControllerSelf {
+export function controllerSelf(
+  config: Config,
+  tlsCert?: Buffer,
+  /** The port actually listened on, when `config.port` is 0 (any free port). */
+  port = config.port,
+): ControllerSelf {
   const scheme = tlsCert ? 'https' : 'http'
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   let certPem = ''
@@ -20,8 +25,8 @@ export function controllerSelf(config: Config, tlsCert?: Buffer): ControllerSelf
     fingerprint = createHash('sha1').update(cert.raw).digest('hex')
   }
   return {
-    name: config.instanceName ?? `${hostname()}:${config.port}`,
-    advertiseUrl: config.advertiseUrl ?? `${scheme}://${host}:${config.port}`,
+    name: config.instanceName ?? `${hostname()}:${port}`,
+    advertiseUrl: config.advertiseUrl ?? `${scheme}://${host}:${port}`,
     certPem,
     fingerprint,
   }
