@@ -24,9 +24,9 @@ describe.skipIf(!SPEC_AVAILABLE)(
             const body = res.json()
             expect(body.data).toHaveLength(1)
             expect(contract.check('/controllers', 'get', 200, body), url).toEqual([])
-          // The validator does read the detail: a controller without isOnline fails it.
-          delete body.data[0].isOnline
-          expect(contract.check('/controllers', 'get', 200, body).join()).toContain('isOnline')
+            // The validator does read the detail: a controller without isOnline fails it.
+            delete body.data[0].isOnline
+            expect(contract.check('/controllers', 'get', 200, body).join()).toContain('isOnline')
             const refused = await app.inject({ method: 'GET', url })
             expect(refused.statusCode).toBe(401)
             expect(contract.check('/controllers', 'get', 401, refused.json()), url).toEqual([])
