@@ -3,7 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import type { Config } from './config.js'
-import { type ControllerDirectory, singleController } from './enrollment/controllers.js'
+import { controllerSelf } from './controllers/self.js'
+import type { ControllerDirectory } from './enrollment/controllers.js'
 import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
@@ -106,10 +107,19 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     jwksFetchTimeoutMs: options.jwksFetchTimeoutMs,
     resolver: options.resolver,
     verifiedCacheEntries: options.verifiedCacheEntries,
-    controllers: options.controllers ?? thisController(options),
+    controllers: options.controllers,
     enrollCa: options.enrollCa,
+    self: controllerSelf(config, options.https?.cert),
   })
   app.addHook('onClose', services.close)
+  if (config.port === 0) {
+    // Any free port: the list learns the real one once the listener has it.
+    app.addHook('onListen', async () => {
+      const address = app.server.address()
+      if (typeof address !== 'object' || !address) return
+      await services.controllers.moveTo(controllerSelf(config, options.https?.cert, address.port))
+    })
+  }
   metrics?.watch({
     sessions: () => store.repos.sessions.count(),
     keys: services.keys,
@@ -147,7 +157,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     limiter: sessions.limiter,
     onEnroll: metrics?.enrollment,
   }
-  await app.register(clientApi, { prefix: CLIENT_PREFIX, sessions, pages, enroll })
+  await app.register(clientApi, {
+    prefix: CLIENT_PREFIX,
+    sessions,
+    pages,
+    enroll,
+    controllers: services.controllers,
+  })
   lane = clientListLane({
     path: `${CLIENT_PREFIX}/external-jwt-signers`,
     pages,
@@ -179,16 +195,6 @@ async function warnUnusableSigners(
     { signerIds: signers.map((s) => s.id), setting: 'CTRL_CLIENT_SIGNER_FIELDS' },
     'OpenZiti clients will not be able to use these signers: the client signer list leaves out clientId and enrollment (set CTRL_CLIENT_SIGNER_FIELDS=openziti)',
   )
-}
-
-/** This instance, by its configured address, until the controllers list replaces it. */
-function thisController(options: BuildAppOptions): ControllerDirectory {
-  const { host, port } = options.config
-  const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`
-  return singleController({
-    name: authority,
-    baseUrl: `${options.https ? 'https' : 'http'}://${authority}`,
-  })
 }
 
 /** Fastify with every server option: the same in tests and in production. */

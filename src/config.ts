@@ -59,6 +59,11 @@ export interface Config {
   /** SIGTERM: how long readiness fails while every route keeps serving, then the drain's bound. */
   shutdownDelayMs: number
   shutdownTimeoutMs: number
+  /** This instance in the controllers list: its name (default host:port) and advertised API URL. */
+  instanceName: string | undefined
+  advertiseUrl: string | undefined
+  /** How often this instance refreshes its heartbeat in the controllers list. */
+  heartbeatMs: number
 }
 
 export const CLIENT_SIGNER_FIELDS = ['seed', 'openziti'] as const
@@ -112,6 +117,9 @@ export const DEFAULT_CONFIG: Config = {
   snapshotKeep: 7,
   shutdownDelayMs: 5_000,
   shutdownTimeoutMs: 25_000,
+  instanceName: undefined,
+  advertiseUrl: undefined,
+  heartbeatMs: 5_000,
 }
 
 type Env = Record<string, string | undefined>
@@ -336,5 +344,31 @@ export function loadConfig(env: Env): Config {
     snapshotKeep: integer(env, 'CTRL_SNAPSHOT_KEEP', DEFAULT_CONFIG.snapshotKeep, 1, 10_000),
     shutdownDelayMs: duration(env, 'CTRL_SHUTDOWN_DELAY', DEFAULT_CONFIG.shutdownDelayMs, true),
     shutdownTimeoutMs: duration(env, 'CTRL_SHUTDOWN_TIMEOUT', DEFAULT_CONFIG.shutdownTimeoutMs),
+    instanceName: instanceName(env),
+    advertiseUrl: advertiseUrl(env),
+    heartbeatMs: duration(env, 'CTRL_HEARTBEAT_INTERVAL', DEFAULT_CONFIG.heartbeatMs),
   }
+}
+
+function instanceName(env: Env): string | undefined {
+  const name = read(env, 'CTRL_INSTANCE_NAME')
+  if (name !== undefined && name.length > 255) {
+    throw new ConfigError('CTRL_INSTANCE_NAME: at most 255 characters')
+  }
+  return name
+}
+
+function advertiseUrl(env: Env): string | undefined {
+  const raw = read(env, 'CTRL_ADVERTISE_URL')
+  if (raw === undefined) return undefined
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`CTRL_ADVERTISE_URL: must be an http or https URL, got "${raw}"`)
+  }
+  return raw.replace(/\/+$/, '')
 }

@@ -2,7 +2,9 @@ import { buildAudit } from './audit/audit-module.js'
 import { buildBackups } from './backups/backup-module.js'
 import { ChangeBus } from './changes.js'
 import type { Config } from './config.js'
-import { type ControllerDirectory, singleController } from './enrollment/controllers.js'
+import { ControllerRegistry, type ControllerSelf } from './controllers/controller-registry.js'
+import { controllerSelf } from './controllers/self.js'
+import type { ControllerDirectory } from './enrollment/controllers.js'
 import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { buildEnrollment } from './enrollment/enrollment-module.js'
 import { buildIdentities } from './identities/identity-module.js'
@@ -28,6 +30,8 @@ export interface ServiceOptions {
   controllers?: ControllerDirectory | undefined
   /** Signs enrollment CSRs; absent: CSRs are refused. */
   enrollCa?: EnrollmentCa | undefined
+  /** This instance in the controllers list (default: from `config`, served over plain HTTP). */
+  self?: ControllerSelf | undefined
 }
 
 /**
@@ -75,6 +79,14 @@ export async function createServices(o: ServiceOptions) {
     stale: () => store.stale,
     verifiedCacheEntries: o.verifiedCacheEntries,
   })
+  const controllers = new ControllerRegistry({
+    store,
+    clock,
+    self: o.self ?? controllerSelf(config),
+    heartbeatMs: config.heartbeatMs,
+    log,
+  })
+  await controllers.start()
   const { enrollment } = buildEnrollment({
     store,
     changes,
@@ -82,9 +94,8 @@ export async function createServices(o: ServiceOptions) {
     verifier: verification.verifier,
     policies,
     clock,
-    controllers:
-      o.controllers ??
-      singleController({ name: config.host, baseUrl: `http://${config.host}:${config.port}` }),
+    // The controllers list's client view (OpenZiti 2.1's `controllers` in enrollment answers).
+    controllers: o.controllers ?? controllers.summaries,
     ca: o.enrollCa,
     certValidityMs: config.enrollCertValidityMs,
   })
@@ -138,9 +149,14 @@ export async function createServices(o: ServiceOptions) {
       }
     },
     backups,
+    controllers,
     /** Resolves when the store answers; rejects otherwise (the health check). */
     health: () => store.ping(),
     close: async () => {
+      // First, while the store is open: a clean shutdown leaves the controllers list.
+      await controllers.stop().catch((err: unknown) => {
+        log.warn({ err }, 'leaving the controllers list failed')
+      })
       await backups.close()
       await people.sessions.drain()
       people.close()

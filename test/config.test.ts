@@ -57,6 +57,25 @@ describe('loadConfig', () => {
     })
   })
 
+  it('reads the controllers-list settings', () => {
+    expect(loadConfig({})).toMatchObject({
+      instanceName: undefined,
+      advertiseUrl: undefined,
+      heartbeatMs: 5_000,
+    })
+    expect(
+      loadConfig({
+        CTRL_INSTANCE_NAME: 'ctrl-1',
+        CTRL_ADVERTISE_URL: 'https://ctrl-1.example:1280/',
+        CTRL_HEARTBEAT_INTERVAL: '2s',
+      }),
+    ).toMatchObject({
+      instanceName: 'ctrl-1',
+      advertiseUrl: 'https://ctrl-1.example:1280',
+      heartbeatMs: 2_000,
+    })
+  })
+
   it('reads the PostgreSQL settings', () => {
     const c = loadConfig({
       CTRL_DB: 'postgresql://ctrl:secret@db.internal:5433/ctrl?sslmode=require',
@@ -107,6 +126,11 @@ describe('loadConfig', () => {
     ['CTRL_ENROLL_CA_KEY', 'only-key.pem'],
     ['CTRL_ENROLL_CERT_VALIDITY', '1y'],
     ['CTRL_CLIENT_SIGNER_FIELDS', 'all'],
+    ['CTRL_HEARTBEAT_INTERVAL', '0s'],
+    ['CTRL_HEARTBEAT_INTERVAL', 'often'],
+    ['CTRL_ADVERTISE_URL', 'ctrl-1.example:1280'],
+    ['CTRL_ADVERTISE_URL', 'ftp://ctrl-1.example'],
+    ['CTRL_INSTANCE_NAME', 'x'.repeat(256)],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

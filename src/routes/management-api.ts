@@ -3,6 +3,7 @@ import type { Services } from '../services.js'
 import { auditEventRoutes } from './audit-events/index.js'
 import { type AuthDeps, requireSession } from './auth-hooks.js'
 import { authPolicyRoutes, authPolicyRoutesOptions } from './auth-policies/index.js'
+import { controllerRoutes } from './controllers/index.js'
 import { databaseRoutes } from './database/index.js'
 import {
   identityPasswordRoutes,
@@ -23,7 +24,10 @@ export interface ApiOptions {
   sessions: SessionRoutesOptions
 }
 
-/** The edge management API (`/edge/management/v1`): signers, identities, policies, audit events, database. */
+/**
+ * The edge management API (`/edge/management/v1`): signers, identities, policies, audit events,
+ * database, controllers.
+ */
 export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, o) => {
   const { services, auth } = o
   const { signers, identities, policies } = services
@@ -56,4 +60,10 @@ export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, 
   await app.register(auditEventRoutes, { prefix: '/audit-events', audit: services.audit, auth })
   await app.register(summaryRoutes, { prefix: '/summary', counts: services.counts, auth })
   await app.register(databaseRoutes, { prefix: '/database', backups: services.backups, auth })
+  await app.register(controllerRoutes, {
+    prefix: '/controllers',
+    controllers: services.controllers,
+    auth,
+    admin: true,
+  })
 }

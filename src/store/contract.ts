@@ -177,6 +177,24 @@ export interface AuditEventRecord {
   changedFields: string[]
 }
 
+/** One controller instance of the controllers list, as stored. */
+export interface ControllerRecord {
+  id: string
+  /** Unique: an instance that restarts under its name replaces its own row. */
+  name: string
+  /** The base URL clients are given for this instance (`https://ctrl-1.example:1280`). */
+  advertiseUrl: string
+  /** Its TLS certificate and that certificate's SHA-1 fingerprint; empty over plain HTTP. */
+  certPem: string
+  fingerprint: string
+  /** How often it refreshes `lastHeartbeatAt` (readers judge it offline after three periods). */
+  heartbeatMs: number
+  lastJoinedAt: string
+  lastHeartbeatAt: string
+  createdAt: string
+  updatedAt: string
+}
+
 /** Persistence of external JWT signers. Writes of a unique name, issuer or kid fail with a 400. */
 export interface SignerRepository {
   insert(signer: SignerRecord): Promise<void>
@@ -291,6 +309,19 @@ export interface LoginFailureRepository {
   deleteBefore(before: string): Promise<number>
 }
 
+/** Persistence of the controllers list (instances that share the store). */
+export interface ControllerRepository {
+  /**
+   * Registers an instance by name: a new row, or the row of that name updated (its id and
+   * createdAt kept). Resolves with the row as stored.
+   */
+  upsert(controller: ControllerRecord): Promise<ControllerRecord>
+  /** Resolves false when no row has that id any more (it was removed: register again). */
+  heartbeat(id: string, at: string): Promise<boolean>
+  delete(id: string): Promise<boolean>
+  list(query: ListQuery): Promise<ListPage<ControllerRecord>>
+}
+
 export interface Repositories {
   signers: SignerRepository
   identities: IdentityRepository
@@ -298,6 +329,7 @@ export interface Repositories {
   sessions: SessionRepository
   audit: AuditRepository
   loginFailures: LoginFailureRepository
+  controllers: ControllerRepository
 }
 
 /** A change to a stored entity, as other instances learn of it. */

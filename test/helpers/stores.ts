@@ -67,7 +67,7 @@ export async function freshPostgresUrl(): Promise<string> {
     )
     if (rows.length > 0) {
       await client.query(
-        'TRUNCATE api_sessions, auth_policy_signers, identities, auth_policies, signers, audit_events, login_failures CASCADE',
+        'TRUNCATE api_sessions, auth_policy_signers, identities, auth_policies, signers, audit_events, login_failures, controllers CASCADE',
       )
       await client.query(
         `INSERT INTO auth_policies (id, name, created_at, updated_at)

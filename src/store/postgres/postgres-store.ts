@@ -12,6 +12,7 @@ import type { Migration, MigrationLog } from '../migrations.js'
 import { PgAuditRepository } from './audit-repository.js'
 import { PgAuthPolicyRepository } from './auth-policy-repository.js'
 import { createPool, type PgSettings, type Queryable, waitForServer } from './connection.js'
+import { PgControllerRepository } from './controller-repository.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
 import { pgIntegrityFacts, snapshotRefused } from './integrity.js'
@@ -29,6 +30,7 @@ function repositories(db: Queryable): Repositories {
     sessions: new PgSessionRepository(db),
     audit: new PgAuditRepository(db),
     loginFailures: new PgLoginFailureRepository(db),
+    controllers: new PgControllerRepository(db),
   }
 }
 

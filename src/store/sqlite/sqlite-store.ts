@@ -3,6 +3,7 @@ import { AuditRepository } from './audit-repository.js'
 import { AuthPolicyRepository } from './auth-policy-repository.js'
 import { backupTo, integrityFacts, storageProblems } from './backup.js'
 import type { Db } from './connection.js'
+import { ControllerRepository } from './controller-repository.js'
 import { IdentityRepository } from './identity-repository.js'
 import { LoginFailureRepository } from './login-failure-repository.js'
 import { Mutex, now } from './mutex.js'
@@ -36,6 +37,7 @@ interface SyncRepositories {
   sessions: Sync<Repositories['sessions']>
   audit: Sync<Repositories['audit']>
   loginFailures: Sync<Repositories['loginFailures']>
+  controllers: Sync<Repositories['controllers']>
 }
 
 function facades(sync: SyncRepositories, run: Runner): Repositories {
@@ -46,6 +48,7 @@ function facades(sync: SyncRepositories, run: Runner): Repositories {
     sessions: facade(sync.sessions, run),
     audit: facade(sync.audit, run),
     loginFailures: facade(sync.loginFailures, run),
+    controllers: facade(sync.controllers, run),
   }
 }
 
@@ -69,6 +72,7 @@ export class SqliteStore implements Store {
       sessions: new SessionRepository(db),
       audit: new AuditRepository(db),
       loginFailures: new LoginFailureRepository(),
+      controllers: new ControllerRepository(db),
     }
     this.repos = facades(sync, (fn) => this.mutex.run(fn))
     // Inside a unit of work the lock is already held: statements run at once.
