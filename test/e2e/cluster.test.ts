@@ -134,7 +134,7 @@ describe.skipIf(!PG_URL)('three controllers on one PostgreSQL', () => {
     try {
       const migrations = await client.query('SELECT version FROM schema_migrations')
       const files = readMigrations(join(migrationsDir(), 'postgres')).map((m) => m.version)
-      expect(migrations.rows.map((r) => r.version).sort()).toEqual(files) // each applied once
+      expect(migrations.rows.map((r) => r.version).sort((x, y) => x - y)).toEqual(files) // each applied once
       const admins = await client.query('SELECT name FROM identities WHERE is_admin')
       expect(admins.rows).toEqual([{ name: 'admin' }])
     } finally {
