@@ -54,9 +54,11 @@ export async function startController(
       CTRL_DB: db,
       CTRL_ADMIN_PASSWORD: PASSWORD,
       // The login runs send thousands of logins a second from 127.0.0.1 as one identity: the
-      // login limits (on by default) would measure the limiter, not the login path.
+      // login limits (on by default) would measure the limiter, not the login path, and the
+      // session cap would end the session a later secondary-factor run uses.
       CTRL_AUTH_RATE_LIMIT: '0',
       CTRL_AUTH_IDENTITY_RATE_LIMIT: '0',
+      CTRL_MAX_SESSIONS_PER_IDENTITY: '1000000',
       ...options.env,
     },
     start.flags,
