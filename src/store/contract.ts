@@ -77,6 +77,25 @@ export interface ClientSignerRow {
   updatedAt: string
 }
 
+/** The client list's part of a stored signer (the same on both stores). */
+export function clientSignerRow(s: SignerRecord): ClientSignerRow {
+  return {
+    id: s.id,
+    name: s.name,
+    externalAuthUrl: s.externalAuthUrl,
+    issuer: s.issuer,
+    audience: s.audience,
+    clientId: s.clientId,
+    scopes: s.scopes,
+    targetToken: s.targetToken,
+    enrollToTokenEnabled: s.enrollToTokenEnabled,
+    enrollToCertEnabled: s.enrollToCertEnabled,
+    tags: s.tags,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  }
+}
+
 /** An identity as stored (without its password hash). */
 export interface IdentityRecord {
   id: string

@@ -1,9 +1,10 @@
-import type {
-  ClientSignerRow,
-  SignerRecord,
-  SignerRepository,
-  TargetToken,
-  TokenRules,
+import {
+  type ClientSignerRow,
+  clientSignerRow,
+  type SignerRecord,
+  type SignerRepository,
+  type TargetToken,
+  type TokenRules,
 } from '../contract.js'
 import type { ListPage, ListQuery } from '../query/list-query.js'
 import type { Queryable } from './connection.js'
@@ -126,24 +127,7 @@ export class PgSignerRepository implements SignerRepository {
   private static readonly lists = new PgListRunner<SignerRow, SignerRecord>('signers', toRecord)
   private static readonly clientLists = new PgListRunner<SignerRow, ClientSignerRow>(
     'signers',
-    (r) => {
-      const s = toRecord(r)
-      return {
-        id: s.id,
-        name: s.name,
-        externalAuthUrl: s.externalAuthUrl,
-        issuer: s.issuer,
-        audience: s.audience,
-        clientId: s.clientId,
-        scopes: s.scopes,
-        targetToken: s.targetToken,
-        enrollToTokenEnabled: s.enrollToTokenEnabled,
-        enrollToCertEnabled: s.enrollToCertEnabled,
-        tags: s.tags,
-        createdAt: s.createdAt,
-        updatedAt: s.updatedAt,
-      }
-    },
+    (r) => clientSignerRow(toRecord(r)),
   )
 
   constructor(private readonly db: Queryable) {}

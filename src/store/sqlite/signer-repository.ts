@@ -1,4 +1,10 @@
-import type { ClientSignerRow, SignerRecord, TargetToken, TokenRules } from '../contract.js'
+import {
+  type ClientSignerRow,
+  clientSignerRow,
+  type SignerRecord,
+  type TargetToken,
+  type TokenRules,
+} from '../contract.js'
 import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
 import type { Db } from './connection.js'
 import { mapUniqueViolation } from './errors.js'
@@ -207,24 +213,7 @@ export class SignerRepository {
       'SELECT 1 AS one FROM signers WHERE enroll_auth_policy_id = ? LIMIT 1',
     )
     this.lists = new ListRunner(db, 'signers', toRecord)
-    this.clientLists = new ListRunner(db, 'signers', (r) => {
-      const s = toRecord(r)
-      return {
-        id: s.id,
-        name: s.name,
-        externalAuthUrl: s.externalAuthUrl,
-        issuer: s.issuer,
-        audience: s.audience,
-        clientId: s.clientId,
-        scopes: s.scopes,
-        targetToken: s.targetToken,
-        enrollToTokenEnabled: s.enrollToTokenEnabled,
-        enrollToCertEnabled: s.enrollToCertEnabled,
-        tags: s.tags,
-        createdAt: s.createdAt,
-        updatedAt: s.updatedAt,
-      }
-    })
+    this.clientLists = new ListRunner(db, 'signers', (r) => clientSignerRow(toRecord(r)))
   }
 
   insert(signer: SignerRecord): void {
