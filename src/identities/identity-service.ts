@@ -88,7 +88,13 @@ export class IdentityService {
         for (const listener of this.listListeners) listener()
       }
     })
-    store.onFeed(() => this.known.clear())
+    // Missed changes (the notification connection went down) or caches to reread (it is back).
+    store.onFeed((event) => {
+      this.known.clear()
+      if (event.type === 'change') return
+      this.pages.clear()
+      for (const listener of this.listListeners) listener()
+    })
   }
 
   private readonly listListeners: (() => void)[] = []
@@ -99,12 +105,12 @@ export class IdentityService {
   }
 
   /**
-   * The version identity pages are kept for: where one process owns the store (SQLite) every
-   * change is heard here, so pages are kept until one; on PostgreSQL another instance may change
-   * identities or sessions, so pages are always read.
+   * The version identity pages are kept for, or undefined while changes may have been missed.
+   * Every change that shows on a page (an identity, a policy's name, a session opened or ended),
+   * here or on another instance (through the store's notifications), empties the kept pages.
    */
   async listVersion(): Promise<string | undefined> {
-    return this.store.kind === 'sqlite' ? '' : undefined
+    return this.store.stale ? undefined : ''
   }
 
   /** Identities by id and by externalId, read on every login and request: kept until a change. */
@@ -153,13 +159,13 @@ export class IdentityService {
   }
 
   /**
-   * A page of identities. Where one process owns the store (SQLite) pages are kept until an
-   * identity changes; on PostgreSQL another instance may change them, so they are always read.
+   * A page of identities, kept until an identity changes here or on another instance; read while
+   * changes may have been missed.
    */
   list(params: ListParams) {
     const query = parseListQuery(params, IDENTITY_LIST_SPEC)
     const repo = this.store.repos.identities
-    if (this.store.kind !== 'sqlite') return repo.list(query)
+    if (this.store.stale) return repo.list(query)
     const key = `${params.filter}\u0000${params.sort}\u0000${params.limit}\u0000${params.offset}`
     return this.pages.get(key, () => repo.list(query))
   }

@@ -41,6 +41,9 @@ function loginMethod(authenticatorId: string): string {
   return authenticatorId === 'updb' ? 'password' : 'ext-jwt'
 }
 
+/** What a commit that opens or ends sessions tells other instances (no id: pages are reread). */
+const SESSIONS_CHANGED = { entity: 'session', op: 'upsert', id: '' } as const
+
 // Sliding expiry is written at most this often per session, so busy clients do not write per call.
 const TOUCH_INTERVAL_MS = 1000
 // Sessions kept in memory at most; the oldest kept is forgotten first (it is read again if used).
@@ -75,6 +78,8 @@ export class SessionService {
     this.writer = new BatchWriter(options.store, async (tx, batch) => {
       await tx.sessions.insertMany(batch.map((b) => b.session))
       await tx.audit.insertMany(batch.map((b) => b.event))
+      // Other instances' identity pages show whether an identity has a session.
+      await tx.publish(SESSIONS_CHANGED)
       if (max === undefined) return
       for (const identityId of new Set(batch.map((b) => b.session.identityId))) {
         for (const ended of await tx.sessions.trimForIdentity(identityId, max)) this.forget(ended)
@@ -149,7 +154,7 @@ export class SessionService {
     const now = this.options.clock()
     if (Date.parse(session.expiresAt) <= now.getTime()) {
       this.forget(session.id)
-      if (await sessions.delete(session.id)) this.options.onChange?.()
+      if (await this.deleteExpired(session.id)) this.options.onChange?.()
       return undefined
     }
     const identity = await this.options.identity(session.identityId)
@@ -225,10 +230,20 @@ export class SessionService {
     }
   }
 
+  /** Deletes a session found expired, telling other instances if it was still stored. */
+  private deleteExpired(sessionId: string): Promise<boolean> {
+    return this.options.store.transaction(async (tx) => {
+      const deleted = await tx.sessions.delete(sessionId)
+      if (deleted) await tx.publish(SESSIONS_CHANGED)
+      return deleted
+    })
+  }
+
   /** Logout: ends a session (recording who ended it). */
   async end(sessionId: string, ctx?: AuditContext): Promise<void> {
     const event = await this.options.store.transaction(async (tx) => {
       if (!(await tx.sessions.delete(sessionId))) return undefined
+      await tx.publish(SESSIONS_CHANGED)
       const entry = { action: 'logout', entityType: 'api-sessions', entityId: sessionId } as const
       return this.audit.record(tx, ctx, entry)
     })
@@ -240,7 +255,11 @@ export class SessionService {
   /** Removes sessions past their expiry; resolves with how many. */
   async purgeExpired(): Promise<number> {
     const now = this.options.clock()
-    const purged = await this.options.store.repos.sessions.deleteExpired(now.toISOString())
+    const purged = await this.options.store.transaction(async (tx) => {
+      const n = await tx.sessions.deleteExpired(now.toISOString())
+      if (n > 0) await tx.publish(SESSIONS_CHANGED)
+      return n
+    })
     for (const session of this.kept?.values() ?? []) {
       if (Date.parse(session.expiresAt) < now.getTime()) this.forget(session.id)
     }

@@ -59,21 +59,23 @@ export class SignerService {
   }
 
   /**
-   * The version signer lists are valid for, or undefined while changes may have been missed (no
-   * list may then be served from memory).
+   * The version signer lists are kept for, or undefined while changes may have been missed (no
+   * list may then be served from memory). Every change, made here or heard from another instance
+   * through the store's notifications, passes through `onListChange`, which empties what was kept
+   * for the version; so the version itself never needs to change, nor to be read from the store.
    */
   async listVersion(): Promise<string | undefined> {
-    const { store } = this.options
-    return store.stale ? undefined : store.repos.signers.listVersion()
+    return this.localListVersion()
   }
 
   /**
-   * The list version when it is known without asking the store: where one process owns it
-   * (SQLite), every change passes through `onListChange` here, so lists kept for the one version
-   * stay valid until then. Undefined on PostgreSQL, where another instance may have changed them.
+   * The same, without a promise: whether kept lists are known to be current without asking the
+   * store. On SQLite one process owns the store and hears every change; on PostgreSQL they are as
+   * long as the notification connection listens (a change through another instance shows here once
+   * its notification arrives, within milliseconds; while the connection is down, lists are read).
    */
   localListVersion(): string | undefined {
-    return this.options.store.kind === 'sqlite' ? '' : undefined
+    return this.options.store.stale ? undefined : ''
   }
 
   private build(

@@ -225,11 +225,6 @@ export interface SignerRepository {
   all(): Promise<SignerRecord[]>
   list(query: ListQuery): Promise<ListPage<SignerRecord>>
   /**
-   * Changes whenever any signer is written, by any instance (a cache of signer lists is valid for
-   * one value). SQLite has one writer, which hears its own changes: its version never changes.
-   */
-  listVersion(): Promise<string>
-  /**
    * Enabled signers with an externalAuthUrl, and with `withEnrollment` also those that allow
    * enrollment (only id and name are filterable).
    */

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { listedSigner } from '../helpers/signers.js'
-import { freshPostgresUrl, PG_URL, STORES } from '../helpers/stores.js'
+import { STORES } from '../helpers/stores.js'
 
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 const M = '/edge/management/v1/external-jwt-signers'
@@ -171,23 +171,5 @@ describe.each(STORES)('client signer list answers from memory, exactly, on %s', 
     expect(await names(app)).toEqual(['gamma'])
     await call('DELETE', `${M}/${id}`)
     expect(await names(app)).toEqual([])
-  })
-})
-
-describe.skipIf(!PG_URL)('client signer list on two instances of one PostgreSQL database', () => {
-  it('shows a change made through the other instance in the very next response', async () => {
-    const url = await freshPostgresUrl()
-    const a = await buildTestApp({ config: { dbPath: url } })
-    const b = await buildTestApp({ config: { dbPath: url } })
-    const call = caller(a, await login(a))
-    expect(await names(b)).toEqual([])
-    const id = (await call('POST', M, listedSigner('shared'))).json().data.id
-    expect(await names(b)).toEqual(['shared'])
-    await call('PATCH', `${M}/${id}`, { enabled: false })
-    expect(await names(b)).toEqual([])
-    await call('PATCH', `${M}/${id}`, { enabled: true, name: 'renamed' })
-    expect(await names(b)).toEqual(['renamed'])
-    await call('DELETE', `${M}/${id}`)
-    expect(await names(b)).toEqual([])
   })
 })

@@ -9,7 +9,7 @@ import { ClientSignerPages } from '../../src/routes/client-signers/pages.js'
 import { SignerService } from '../../src/signers/signer-service.js'
 import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { listedSigner } from '../helpers/signers.js'
-import { openTestStore } from '../helpers/stores.js'
+import { openTestStore, STORES } from '../helpers/stores.js'
 import { listen, rawRequest } from '../http/raw-http.js'
 import { buildMeteredApp } from '../metrics/scrape.js'
 
@@ -54,9 +54,9 @@ async function served(app: FastifyInstance) {
   return { port, call }
 }
 
-describe('the client signer list lane', () => {
+describe.each(STORES)('the client signer list lane on %s', (storeKind) => {
   it('answers the kept default page exactly as the route does: status, headers and body', async () => {
-    const app = await buildTestApp({ storeKind: 'sqlite' })
+    const app = await buildTestApp({ storeKind })
     const { port, call } = await served(app)
     for (const n of ['one', 'two']) await call('POST', M, listedSigner(n))
     const fromRoute = await get(port, CLIENT) // builds and keeps the page
@@ -80,7 +80,7 @@ describe('the client signer list lane', () => {
   })
 
   it('shows every kind of change in the very next response', async () => {
-    const app = await buildTestApp({ storeKind: 'sqlite' })
+    const app = await buildTestApp({ storeKind })
     const { port, call } = await served(app)
     const id = (await call('POST', M, listedSigner('alpha'))).json().data.id
     const list = async () => {
@@ -109,7 +109,9 @@ describe('the client signer list lane', () => {
     await call('DELETE', `${M}/${second}`)
     expect(names(await get(port, CLIENT))).toEqual([])
   })
+})
 
+describe('the client signer list lane', () => {
   it('leaves to the route what only the route answers: queries, HEAD, no Host, errors', async () => {
     const app = await buildTestApp({ storeKind: 'sqlite' })
     const { port, call } = await served(app)

@@ -27,7 +27,8 @@ export type Lane = (req: IncomingMessage, res: ServerResponse) => boolean
  * more than the kept page itself. This lane answers only what the route would answer the same
  * way, byte for byte: a GET of the bare path, with a Host header, whose page is kept and known
  * current without asking the store, while reads are not logged. Everything else, a query string,
- * HEAD, a page not kept yet, PostgreSQL, debug logging, a CORS request, goes to the route.
+ * HEAD, a page not kept yet, PostgreSQL while its notification connection is down, debug logging,
+ * a CORS request, goes to the route.
  *
  * Speed path: it is what puts the client list at 0.8 of a bare Fastify route (`npm run bench`,
  * goal 1; through the route alone the figure was about 0.69).

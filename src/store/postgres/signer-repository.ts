@@ -141,7 +141,12 @@ export class PgSignerRepository implements SignerRepository {
     }
   }
 
-  /** Counts every signer write, in the writer's transaction (see listVersion). */
+  /**
+   * Counts every signer write, in the writer's transaction. This release keeps its signer lists
+   * by the change notifications and no longer reads the counter; instances of earlier releases
+   * still compare it on every list request, so it is kept current while they may run beside this
+   * one (a rolling upgrade).
+   */
   private async bump(): Promise<void> {
     await this.db.query('UPDATE signer_list_version SET version = version + 1')
   }
@@ -153,12 +158,6 @@ export class PgSignerRepository implements SignerRepository {
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }
-  }
-
-  async listVersion(): Promise<string> {
-    const sql = 'SELECT version::text AS v FROM signer_list_version'
-    const [row] = (await this.rows(sql, [], 'signer-list-version')) as unknown as { v: string }[] // one row, one text column
-    return row?.v ?? ''
   }
 
   async update(signer: SignerRecord): Promise<boolean> {

@@ -242,10 +242,6 @@ export class SignerRepository {
     return row ? toRecord(row) : undefined
   }
 
-  listVersion(): string {
-    return ''
-  }
-
   getByIssuer(issuer: string): SignerRecord | undefined {
     const row = this.byIssuerStmt.get(issuer)
     return row ? toRecord(row) : undefined
