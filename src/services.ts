@@ -195,6 +195,11 @@ function followChanges(o: {
       sessions.forgetIdentity(event.id)
     }
     if (event.entity === 'policy') cache.clear()
+    // Sessions ended through another instance (this one forgets its own as it ends them).
+    if (event.remote && event.entity === 'session' && event.op === 'delete') {
+      sessions.forgetSession(event.id)
+    }
+    if (event.remote && event.entity === 'identity-sessions') sessions.forgetIdentity(event.id)
   })
   // Other instances' changes arrive on the same bus; when some may have been missed, nothing
   // cached is trusted until every cache has been reread.

@@ -32,9 +32,6 @@ export function buildIdentities(o: {
     timeoutMs: o.sessionTimeoutMs,
     maxPerIdentity: o.maxSessionsPerIdentity,
     audit,
-    // One process owns a SQLite file, so its sessions can live in memory; instances sharing
-    // PostgreSQL must read them from the database.
-    keepSessions: store.kind === 'sqlite',
     onChange: () => changes.emit({ entity: 'session', op: 'upsert', id: '', remote: false }),
   })
   const throttle = new LoginThrottle(store.repos.loginFailures, clock, o.lockout)

@@ -84,7 +84,12 @@ export class IdentityService {
         this.pages.clear()
       }
       // A page shows each identity's policy name and whether it has a session.
-      if (event.entity === 'identity' || event.entity === 'policy' || event.entity === 'session') {
+      if (
+        event.entity === 'identity' ||
+        event.entity === 'policy' ||
+        event.entity === 'session' ||
+        event.entity === 'identity-sessions'
+      ) {
         for (const listener of this.listListeners) listener()
       }
     })

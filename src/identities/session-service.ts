@@ -21,8 +21,9 @@ export interface SessionServiceOptions {
   /** Records logins and logouts (default: stored but not logged, for unit tests). */
   audit?: AuditService | undefined
   /**
-   * Keep live sessions in memory (only where this process is the store's one writer, SQLite):
-   * another instance could end a session without this one hearing of it in time.
+   * Keep live sessions in memory (default: yes). A session another instance ends is forgotten
+   * when its notification arrives (see `forgetSession`), and nothing kept is used while the
+   * store's notifications may be missed.
    */
   keepSessions?: boolean
   /** Live sessions an identity keeps at most; a login beyond ends its oldest (default: no cap). */
@@ -70,8 +71,11 @@ export class SessionService {
 
   constructor(private readonly options: SessionServiceOptions) {
     this.audit = options.audit ?? AuditService.unlogged(options.store, options.clock)
-    this.kept = options.keepSessions ? new Map() : undefined
-    // A login's audit event commits with its session.
+    this.kept = options.keepSessions === false ? undefined : new Map()
+    // Changes may have been missed, or the caches are to be reread: nothing kept is trusted.
+    options.store.onFeed((event) => {
+      if (event.type !== 'change') this.forgetAll()
+    })
     // A login's audit event commits with its session; so does the end of the sessions it pushes
     // past the cap (one statement per identity of the batch).
     const max = options.maxPerIdentity
@@ -82,7 +86,12 @@ export class SessionService {
       await tx.publish(SESSIONS_CHANGED)
       if (max === undefined) return
       for (const identityId of new Set(batch.map((b) => b.session.identityId))) {
-        for (const ended of await tx.sessions.trimForIdentity(identityId, max)) this.forget(ended)
+        const ended = await tx.sessions.trimForIdentity(identityId, max)
+        for (const id of ended) this.forget(id)
+        // Other instances forget what they keep of this identity's sessions, and reread.
+        if (ended.length > 0) {
+          await tx.publish({ entity: 'identity-sessions', op: 'delete', id: identityId })
+        }
       }
     })
   }
@@ -145,13 +154,18 @@ export class SessionService {
    */
   async resolve(token: string): Promise<ResolvedSession | undefined> {
     const sessions = this.options.store.repos.sessions
-    const key = this.kept ? tokenKey(token) : ''
+    const kept = this.options.store.stale ? undefined : this.kept
+    const key = kept ? tokenKey(token) : ''
     const generation = this.generation
-    const session =
-      this.kept?.get(key) ??
-      (await this.find(token, this.kept ? Buffer.from(key, 'base64') : hashToken(token)))
-    if (!session) return undefined
     const now = this.options.clock()
+    let session = kept?.get(key)
+    if (session && Date.parse(session.expiresAt) <= now.getTime()) {
+      // Another instance may have slid its expiry since it was kept: the store decides.
+      this.forget(session.id)
+      session = undefined
+    }
+    session ??= await this.find(token, kept ? Buffer.from(key, 'base64') : hashToken(token))
+    if (!session) return undefined
     if (Date.parse(session.expiresAt) <= now.getTime()) {
       this.forget(session.id)
       if (await this.deleteExpired(session.id)) this.options.onChange?.()
@@ -171,7 +185,7 @@ export class SessionService {
       session.lastActivityAt = lastActivityAt
       session.expiresAt = expiresAt
     }
-    if (generation === this.generation) this.keep(key, session)
+    if (kept && generation === this.generation) this.keep(key, session)
     return { session, identity }
   }
 
@@ -207,6 +221,17 @@ export class SessionService {
     this.keptKeys.set(session.id, key)
   }
 
+  /** Another instance ended this session: it is read again if presented (and then refused). */
+  forgetSession(sessionId: string): void {
+    this.forget(sessionId)
+  }
+
+  private forgetAll(): void {
+    this.generation++
+    this.kept?.clear()
+    this.keptKeys.clear()
+  }
+
   private forget(sessionId: string): void {
     this.generation++
     const key = this.keptKeys.get(sessionId)
@@ -234,7 +259,7 @@ export class SessionService {
   private deleteExpired(sessionId: string): Promise<boolean> {
     return this.options.store.transaction(async (tx) => {
       const deleted = await tx.sessions.delete(sessionId)
-      if (deleted) await tx.publish(SESSIONS_CHANGED)
+      if (deleted) await tx.publish({ entity: 'session', op: 'delete', id: sessionId })
       return deleted
     })
   }
@@ -243,7 +268,7 @@ export class SessionService {
   async end(sessionId: string, ctx?: AuditContext): Promise<void> {
     const event = await this.options.store.transaction(async (tx) => {
       if (!(await tx.sessions.delete(sessionId))) return undefined
-      await tx.publish(SESSIONS_CHANGED)
+      await tx.publish({ entity: 'session', op: 'delete', id: sessionId })
       const entry = { action: 'logout', entityType: 'api-sessions', entityId: sessionId } as const
       return this.audit.record(tx, ctx, entry)
     })

@@ -348,7 +348,11 @@ export interface Repositories {
 
 /** A change to a stored entity, as other instances learn of it. */
 export interface StoreChange {
-  entity: 'signer' | 'identity' | 'policy' | 'session' | 'signer-keys'
+  /**
+   * `session`: `upsert` (no id) sessions were opened, `delete` one session ended;
+   * `identity-sessions`: `delete`, sessions of the identity `id` ended (the session cap).
+   */
+  entity: 'signer' | 'identity' | 'policy' | 'session' | 'identity-sessions' | 'signer-keys'
   op: 'upsert' | 'delete' | 'refresh'
   id: string
 }

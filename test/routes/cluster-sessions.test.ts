@@ -1,0 +1,111 @@
+import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp, caller, login } from '../helpers/app.js'
+import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
+
+// Every instance keeps the sessions it has seen in memory. A session ended through another
+// instance is forgotten when that instance's notification arrives; while the notification
+// connection is down, sessions are read from the database on every request.
+
+const CURRENT = '/edge/management/v1/current-api-session'
+const I = '/edge/management/v1/identities'
+
+async function within(ms: number, check: () => Promise<void>): Promise<void> {
+  const end = Date.now() + ms
+  for (;;) {
+    try {
+      return await check()
+    } catch (err) {
+      if (Date.now() > end) throw err
+      await new Promise((r) => setTimeout(r, 10))
+    }
+  }
+}
+
+const current = async (app: FastifyInstance, token: string) =>
+  (await app.inject({ method: 'GET', url: CURRENT, headers: { 'zt-session': token } })).statusCode
+
+async function twoInstances(
+  config: { maxSessionsPerIdentity?: number; sessionTimeoutMs?: number } = {},
+) {
+  const url = await freshPostgresUrl()
+  const a = await buildTestApp({ config: { dbPath: url, ...config } })
+  const b = await buildTestApp({ config: { dbPath: url, ...config } })
+  return { url, a, b }
+}
+
+describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL database', () => {
+  it('a session used on A and ended through B is refused by A within a second', async () => {
+    const { a, b } = await twoInstances()
+    const token = await login(a)
+    expect(await current(a, token)).toBe(200) // kept on A
+    expect(await current(b, token)).toBe(200)
+    const logout = await b.inject({
+      method: 'DELETE',
+      url: CURRENT,
+      headers: { 'zt-session': token },
+    })
+    expect(logout.statusCode).toBe(200)
+    expect(await current(b, token)).toBe(401)
+    await within(1000, async () => expect(await current(a, token)).toBe(401))
+  })
+
+  it('sessions ended through B by the cap, a password change or disabling are refused by A within a second', async () => {
+    const { a, b } = await twoInstances({ maxSessionsPerIdentity: 2 })
+    const admin = caller(b, await login(b))
+    const id = (await admin('POST', I, { name: 'carol' })).json().data.id
+    await admin('PUT', `${I}/${id}/password`, { password: 'carol-password-1' })
+
+    // The cap: two more logins through B end the session A keeps.
+    const first = await login(a, 'carol', 'carol-password-1')
+    expect(await current(a, first)).toBe(200)
+    await login(b, 'carol', 'carol-password-1')
+    await login(b, 'carol', 'carol-password-1')
+    await within(1000, async () => expect(await current(a, first)).toBe(401))
+
+    // A password change through B ends every other session of the identity.
+    const second = await login(a, 'carol', 'carol-password-1')
+    expect(await current(a, second)).toBe(200)
+    await admin('PUT', `${I}/${id}/password`, { password: 'carol-password-2' })
+    await within(1000, async () => expect(await current(a, second)).toBe(401))
+
+    // Disabling the identity through B.
+    const third = await login(a, 'carol', 'carol-password-2')
+    expect(await current(a, third)).toBe(200)
+    await admin('PATCH', `${I}/${id}`, { disabled: true })
+    await within(1000, async () => expect(await current(a, third)).toBe(401))
+  })
+
+  it('reads sessions from the database while notifications are down: one deleted unannounced is refused', async () => {
+    const { url, a } = await twoInstances()
+    const token = await login(a)
+    expect(await current(a, token)).toBe(200)
+    const db = new pg.Client({ connectionString: url })
+    await db.connect()
+    try {
+      const cut = await db.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE application_name = 'ext-jwt-controller-listen' AND datname = current_database()`,
+      )
+      expect(cut.rowCount).toBe(2)
+      await db.query('DELETE FROM api_sessions WHERE id = $1', [token.split('.')[0]])
+    } finally {
+      await db.end()
+    }
+    await within(1000, async () => expect(await current(a, token)).toBe(401))
+  })
+
+  it("slides a session's expiry through whichever instance is used, and keeps it alive on both", async () => {
+    const { a, b } = await twoInstances({ sessionTimeoutMs: 2000 })
+    const token = await login(a)
+    expect(await current(a, token)).toBe(200)
+    expect(await current(b, token)).toBe(200)
+    // Used through B only for a while; A's kept copy grows old but the store has the newer expiry.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1100))
+      expect(await current(b, token)).toBe(200)
+    }
+    expect(await current(a, token)).toBe(200)
+  })
+})
