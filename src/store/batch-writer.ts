@@ -11,14 +11,19 @@ interface Pending<T> {
  * statement where the store can), and each caller's promise settles only once its item is
  * committed (or failed). Under concurrent load this turns N commits into one without giving up
  * durability of anything already answered.
+ *
+ * One unit of work is in flight at a time: what arrives meanwhile waits for it and goes in the
+ * next, so batches grow with the store's commit time instead of piling up as many small
+ * transactions that hold connections and wait on each other (on PostgreSQL, the session cap's
+ * per-identity trim serialises them anyway).
  */
 const WINDOW_MS = 1
-const MAX_BATCH = 64
+const MAX_BATCH = 256
 
 export class BatchWriter<T> {
   private queue: Pending<T>[] = []
   private timer: NodeJS.Timeout | undefined
-  private readonly flushing = new Set<Promise<void>>()
+  private inFlight: Promise<void> | undefined
 
   constructor(
     private readonly store: Store,
@@ -29,33 +34,38 @@ export class BatchWriter<T> {
   add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
       const n = this.queue.push({ item, resolve, reject })
+      // While a unit of work is in flight, its end starts the next one.
+      if (this.inFlight) return
       // Logins finish their signature checks in separate turns of the event loop: waiting a
       // millisecond for the next ones turns several commits into one (MAX_BATCH flushes at once).
       if (n === 1) this.timer = setTimeout(() => this.startFlush(), WINDOW_MS)
-      else if (n >= MAX_BATCH) {
-        clearTimeout(this.timer)
-        this.startFlush()
-      }
+      else if (n >= MAX_BATCH) this.startFlush()
     })
   }
 
   /** Commits whatever is queued now and resolves when every write begun has settled (shutdown). */
   async drain(): Promise<void> {
-    clearTimeout(this.timer)
-    this.startFlush()
-    await Promise.allSettled([...this.flushing])
+    for (;;) {
+      if (this.inFlight) await this.inFlight.catch(() => {})
+      else if (this.queue.length > 0) this.startFlush()
+      else return
+    }
   }
 
   private startFlush(): void {
-    const p = this.flush()
-    this.flushing.add(p)
-    void p.finally(() => this.flushing.delete(p))
+    clearTimeout(this.timer)
+    this.timer = undefined
+    if (this.inFlight || this.queue.length === 0) return
+    const batch = this.queue.splice(0, MAX_BATCH)
+    const p = this.flush(batch).finally(() => {
+      this.inFlight = undefined
+      // What arrived meanwhile has waited a whole commit already: no window for it.
+      if (this.queue.length > 0) this.startFlush()
+    })
+    this.inFlight = p
   }
 
-  private async flush(): Promise<void> {
-    const batch = this.queue
-    this.queue = []
-    if (batch.length === 0) return
+  private async flush(batch: Pending<T>[]): Promise<void> {
     try {
       await this.store.transaction((tx) =>
         this.write(

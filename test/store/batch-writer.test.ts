@@ -61,6 +61,41 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     expect(units).toHaveBeenCalledTimes(2)
   })
 
+  it('keeps one unit of work in flight: what arrives during a commit goes in the next one, together', async () => {
+    await setup()
+    let open!: () => void
+    const gate = new Promise<void>((r) => {
+      open = r
+    })
+    const batches: number[] = []
+    // The first unit of work waits for the gate, as a slow commit would.
+    const writer = new BatchWriter<SessionRecord>(store, async (tx, items) => {
+      batches.push(items.length)
+      if (batches.length === 1) await gate
+      await tx.sessions.insertMany(items)
+    })
+    const first = writer.add(session('alice'))
+    await new Promise((r) => setTimeout(r, 5)) // the first unit of work has begun
+    const during: Promise<void>[] = []
+    for (let i = 0; i < 5; i++) {
+      during.push(writer.add(session('alice')))
+      await new Promise((r) => setTimeout(r, 3)) // each past the batching window
+    }
+    expect(batches).toEqual([1])
+    open()
+    await Promise.all([first, ...during])
+    expect(batches).toEqual([1, 5])
+    expect(await store.repos.sessions.count()).toBe(6)
+  })
+
+  it('drain commits everything queued, including what arrives while it waits', async () => {
+    const { writer } = await setup()
+    const items = Array.from({ length: 300 }, () => writer.add(session('alice')))
+    await writer.drain()
+    expect(await store.repos.sessions.count()).toBe(300)
+    await Promise.all(items)
+  })
+
   it('fails only the item whose write fails', async () => {
     const { writer } = await setup()
     await writer.add(session('alice', 'dup'))

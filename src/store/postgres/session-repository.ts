@@ -33,6 +33,8 @@ function toRecord(r: SessionRow): SessionRecord {
 }
 
 const FIELDS = 11
+// The first key of the per-identity trim lock (the two-key form: apart from single-key locks).
+const SESSION_CAP_LOCK = 0x73657373 // "sess"
 
 /** Persistence of API sessions on PostgreSQL. */
 export class PgSessionRepository implements SessionRepository {
@@ -111,7 +113,15 @@ export class PgSessionRepository implements SessionRepository {
     return ((await this.run(sql, [identityId])).rows[0] as { n: number }).n // count(*) yields a row
   }
 
+  /**
+   * Ends an identity's sessions past the newest `keep`. Login batches run concurrently (here and
+   * on other instances): a transaction-scoped advisory lock per identity makes them trim one after
+   * another, each seeing the sessions the one before committed, so the cap is exact and two
+   * batches never wait on each other's rows (deleting the same oldest rows in different orders
+   * deadlocked, and PostgreSQL takes a second to tell).
+   */
   async trimForIdentity(identityId: string, keep: number): Promise<string[]> {
+    await this.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SESSION_CAP_LOCK, identityId])
     const sql = `DELETE FROM api_sessions WHERE id IN (
         SELECT id FROM api_sessions WHERE identity_id = $1
         ORDER BY created_at DESC, id DESC OFFSET $2)
