@@ -50,3 +50,13 @@ export async function lists(ctrl: Controller, bare: Run, label: string): Promise
   )
   return { client, signers, identities }
 }
+
+/** The management signer list of a controller started by `startCertController`, against `bare`. */
+export async function certPage(ctrl: Controller, bare: Run, label: string): Promise<Paired> {
+  return paired(
+    `${label} management signer list (default page of 10, certificate signers)`,
+    'bare',
+    bare,
+    await asAdmin(ctrl, '/edge/management/v1/external-jwt-signers'),
+  )
+}

@@ -1,8 +1,9 @@
+import { startCertController } from './cert-page.js'
 import { paired } from './common.js'
 import { type Controller, startController } from './controller.js'
 import { benchDatabase, dropDatabase, PG_SERVER } from './databases.js'
 import type { Goals } from './goals.js'
-import { type ListFigures, lists, type Run, seedIdentities } from './lists.js'
+import { certPage, type ListFigures, lists, type Run, seedIdentities } from './lists.js'
 import {
   distinctLogins,
   LOGIN_TOKENS,
@@ -68,10 +69,27 @@ async function oneInstance(url: string, c: PostgresContext): Promise<void> {
   }
 }
 
-/** What the PostgreSQL goals need, on a database of the bench's own: one instance's lists and login. */
+/**
+ * Everything the PostgreSQL goals need, each on a database of its own: one instance's lists and
+ * login, and the certificate page.
+ */
 export async function benchPostgres(c: PostgresContext): Promise<void> {
+  const { goals } = c
   const reachable = await withDatabase('ctrl_bench', (url) => oneInstance(url, c))
   if (!reachable) {
     console.log(`PostgreSQL at ${PG_SERVER} does not answer: PostgreSQL figures skipped`)
+    return
   }
+  await withDatabase('ctrl_bench_certs', async (url) => {
+    const ctrl = await startCertController(url)
+    try {
+      goals.ratio(
+        'PostgreSQL management signer list, certificate page / bare',
+        await certPage(ctrl, c.bare, 'PostgreSQL'),
+        0.4,
+      )
+    } finally {
+      await ctrl.stop()
+    }
+  })
 }

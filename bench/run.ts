@@ -2,11 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startCertController } from './cert-page.js'
 import { CONNECTIONS, DURATION_S, ROUNDS, report } from './common.js'
 import { type Controller, startController } from './controller.js'
 import { benchDatabase, dropDatabase } from './databases.js'
 import { Goals } from './goals.js'
-import { lists, route, seedIdentities } from './lists.js'
+import { certPage, lists, route, seedIdentities } from './lists.js'
 import { benchLists100k } from './lists-100k.js'
 import { benchLogin, loginFixture } from './login.js'
 import { benchMemory } from './memory.js'
@@ -72,6 +73,13 @@ async function everything(dir: string): Promise<void> {
   goals.ratio('1. client signer list / bare route', sq.client, 0.8)
   goals.ratio('3. management signer list / bare route', sq.signers, 0.4)
   goals.ratio('3. management identity list / bare route', sq.identities, 0.4)
+  const certs = await startCertController(join(dir, 'certs.db'))
+  goals.ratio(
+    'SQLite management signer list, certificate page / bare',
+    await certPage(certs, baseline, 'SQLite'),
+    0.4,
+  )
+  await certs.stop()
   const fixture = await loginFixture(sqlite)
   goals.ratio(
     '2. RS256 login, distinct tokens / sequential jwtVerify',
