@@ -11,6 +11,7 @@ import {
   loginFixture,
   warmLogins,
 } from './login.js'
+import { benchPropagation, percentile } from './propagation.js'
 
 export interface PostgresContext {
   /** The bare Fastify route, the lists' baseline. */
@@ -71,7 +72,7 @@ async function oneInstance(url: string, c: PostgresContext): Promise<void> {
 
 /**
  * Everything the PostgreSQL goals need, each on a database of its own: one instance's lists and
- * login, and the certificate page.
+ * login, the certificate page, and propagation between two instances.
  */
 export async function benchPostgres(c: PostgresContext): Promise<void> {
   const { goals } = c
@@ -91,5 +92,17 @@ export async function benchPostgres(c: PostgresContext): Promise<void> {
     } finally {
       await ctrl.stop()
     }
+  })
+  await withDatabase('ctrl_bench_propagation', async (url) => {
+    const figures = await benchPropagation(url)
+    goals.atMost(
+      `PostgreSQL propagation A -> B, p99 of ${figures.length} changes (from A's answer)`,
+      percentile(
+        figures.map((f) => f.fromAnswer),
+        0.99,
+      ),
+      50,
+      'ms',
+    )
   })
 }
