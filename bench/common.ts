@@ -17,8 +17,8 @@ export interface Result {
   cpuUs?: number
 }
 
-/** A process's CPU time so far in µs (Linux /proc; undefined elsewhere). */
-function cpuTimeUs(pid: number): number | undefined {
+/** A process's CPU time so far in µs (Linux /proc; undefined elsewhere, or once it ended). */
+export function cpuTimeUs(pid: number): number | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
     return (Number(fields[11]) + Number(fields[12])) * 10_000 // clock ticks of 10 ms
@@ -43,6 +43,8 @@ export async function measure(
     pid?: number
     /** Warm the route up first (default: yes, for a run of a duration). */
     warmup?: boolean
+    /** Called after the warm-up, right before the measured run starts. */
+    beforeRun?: () => Promise<void>
   } = {},
 ): Promise<Result> {
   const nextHeaders = options.headers
@@ -58,6 +60,7 @@ export async function measure(
         : {}),
     })
   }
+  await options.beforeRun?.()
   const cpuBefore = options.pid === undefined ? undefined : cpuTimeUs(options.pid)
   const started = performance.now()
   let lastResponse = started

@@ -16,7 +16,10 @@ import type { Controller } from './controller.js'
 type Alg = 'RS256' | 'ES256'
 
 export interface LoginFixture {
-  tokens(alg: Alg, count: number): Promise<string[]>
+  /** Distinct tokens of the fixture's identity, or of `subs` in turn. */
+  tokens(alg: Alg, count: number, subs?: string[]): Promise<string[]>
+  /** Creates `count` more identities (token subjects); resolves with their ids. */
+  identities(count: number): Promise<string[]>
   rawRate(tokens: string[]): Promise<number>
   close(): void
 }
@@ -48,12 +51,13 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
   await new Promise((r) => setTimeout(r, 300))
   const localSet = createLocalJWKSet(jwks)
   let serial = 0
+  let identities = 0
   return {
-    tokens: (alg, count) => {
+    tokens: (alg, count, subs = [sub]) => {
       const pair = pairs.find((p) => p.alg === alg) as (typeof pairs)[number] // both algs exist
       return Promise.all(
-        Array.from({ length: count }, () =>
-          new SignJWT({ sub, jti: `t${serial++}` })
+        Array.from({ length: count }, (_, i) =>
+          new SignJWT({ sub: subs[i % subs.length] ?? sub, jti: `t${serial++}` })
             .setProtectedHeader({ alg, kid: pair.jwk.kid })
             .setIssuer('https://bench.idp')
             .setAudience('ziti')
@@ -62,6 +66,16 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
             .sign(pair.privateKey),
         ),
       )
+    },
+    identities: async (count) => {
+      const ids: string[] = []
+      for (let i = 0; i < count; i++) {
+        const res = await ctrl.call('POST', '/edge/management/v1/identities', {
+          name: `bench-user-${identities++}`,
+        })
+        ids.push(((await res.json()) as { data: { id: string } }).data.id)
+      }
+      return ids
     },
     rawRate: async (tokens) => {
       let i = 0
@@ -82,14 +96,22 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
 /** How many distinct tokens one login run gets: enough for the run, each sent exactly once. */
 export const LOGIN_TOKENS = Number(process.env.BENCH_LOGIN_TOKENS ?? 5000 * DURATION_S)
 
-/** Logins with distinct tokens (no cache can help), each sent once; resolves with req/s. */
-export async function distinctLogins(ctrl: Controller, tokens: string[]): Promise<Result> {
+/**
+ * Logins with distinct tokens (no cache can help), each sent once; resolves with req/s.
+ * `beforeRun` is called right before the first login is sent.
+ */
+export async function distinctLogins(
+  ctrl: Controller,
+  tokens: string[],
+  beforeRun?: () => Promise<void>,
+): Promise<Result> {
   let j = 0
   return measure(`${ctrl.base}/edge/client/v1/authenticate?method=ext-jwt`, {
     pid: ctrl.pid,
     method: 'POST',
     amount: tokens.length,
     headers: () => ({ authorization: `Bearer ${tokens[j++]}` }),
+    ...(beforeRun ? { beforeRun } : {}),
   })
 }
 
@@ -97,8 +119,13 @@ export async function distinctLogins(ctrl: Controller, tokens: string[]): Promis
  * Logins with tokens of their own for WARMUP_S seconds, never measured: V8 optimises the login
  * path as it does a route's, and a run of distinct tokens cannot warm itself up.
  */
-export async function warmLogins(ctrl: Controller, fixture: LoginFixture, alg: Alg): Promise<void> {
-  await distinctLogins(ctrl, await fixture.tokens(alg, Math.ceil(3000 * WARMUP_S)))
+export async function warmLogins(
+  ctrl: Controller,
+  fixture: LoginFixture,
+  alg: Alg,
+  subs?: string[],
+): Promise<void> {
+  await distinctLogins(ctrl, await fixture.tokens(alg, Math.ceil(3000 * WARMUP_S), subs))
 }
 
 /** The rate of a sequential loop, as a Result (a baseline of `paired`). */

@@ -1,3 +1,4 @@
+import { benchCapacity } from './capacity.js'
 import { startCertController } from './cert-page.js'
 import { paired } from './common.js'
 import { type Controller, startController } from './controller.js'
@@ -72,7 +73,7 @@ async function oneInstance(url: string, c: PostgresContext): Promise<void> {
 
 /**
  * Everything the PostgreSQL goals need, each on a database of its own: one instance's lists and
- * login, the certificate page, and propagation between two instances.
+ * login, the certificate page, propagation between two instances, and the capacity inputs.
  */
 export async function benchPostgres(c: PostgresContext): Promise<void> {
   const { goals } = c
@@ -105,4 +106,5 @@ export async function benchPostgres(c: PostgresContext): Promise<void> {
       'ms',
     )
   })
+  await withDatabase('ctrl_bench_capacity', (url) => benchCapacity('ctrl_bench_capacity', url))
 }
