@@ -17,8 +17,8 @@ export interface Result {
   cpuUs?: number
 }
 
-/** A process's CPU time so far in µs (Linux /proc; undefined elsewhere). */
-function cpuTimeUs(pid: number): number | undefined {
+/** A process's CPU time so far in µs (Linux /proc; undefined elsewhere, or once it ended). */
+export function cpuTimeUs(pid: number): number | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
     return (Number(fields[11]) + Number(fields[12])) * 10_000 // clock ticks of 10 ms
@@ -43,6 +43,8 @@ export async function measure(
     pid?: number
     /** Warm the route up first (default: yes, for a run of a duration). */
     warmup?: boolean
+    /** Called after the warm-up, right before the measured run starts. */
+    beforeRun?: () => Promise<void>
   } = {},
 ): Promise<Result> {
   const nextHeaders = options.headers
@@ -58,6 +60,7 @@ export async function measure(
         : {}),
     })
   }
+  await options.beforeRun?.()
   const cpuBefore = options.pid === undefined ? undefined : cpuTimeUs(options.pid)
   const started = performance.now()
   let lastResponse = started
@@ -125,18 +128,26 @@ const median = (values: number[]) => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
 
+/** A goal's figures over the rounds of `paired`. */
+export interface Paired {
+  /** The median of the rounds' ratios: the figure of most goals. */
+  median: number
+  /** The lowest round's ratio: the figure of goals that must hold in every round. */
+  lowest: number
+}
+
 /**
  * A goal's ratio on a shared, noisy machine: the baseline and the target are measured in turns,
- * ROUNDS times, each round's target against that round's baseline, and the median of the rounds'
- * ratios is the figure (every round's ratio is printed too). `round` is the round's index (0 warms
- * up: later rounds may skip it).
+ * ROUNDS times, each round's target against that round's baseline; the median and the lowest of
+ * the rounds' ratios are the figures (every round's ratio is printed too). `round` is the round's
+ * index (0 warms up: later rounds may skip it).
  */
 export async function paired(
   name: string,
   baselineName: string,
   baseline: (round: number) => Promise<Result>,
   target: (round: number) => Promise<Result>,
-): Promise<number> {
+): Promise<Paired> {
   const ratios: number[] = []
   const targets: Result[] = []
   const baselines: Result[] = []
@@ -148,6 +159,7 @@ export async function paired(
     ratios.push(t.rps / b.rps)
   }
   const ratio = median(ratios)
+  const lowest = Math.min(...ratios)
   const cpu = (rs: Result[]) =>
     rs.every((r) => r.cpuUs !== undefined)
       ? `  cpu ${median(rs.map((r) => r.cpuUs as number)).toFixed(0)} µs/req`
@@ -157,7 +169,7 @@ export async function paired(
       .toFixed(0)
       .padStart(
         7,
-      )} req/s  p99 ${String(median(targets.map((r) => r.p99))).padStart(3)} ms  errors ${targets.reduce((n, r) => n + r.errors, 0)}${cpu(targets)}  ratio ${ratio.toFixed(2)} of ${baselineName} (${median(baselines.map((r) => r.rps)).toFixed(0)}${cpu(baselines)}; rounds ${ratios.map((r) => r.toFixed(2)).join(' ')})`,
+      )} req/s  p99 ${String(median(targets.map((r) => r.p99))).padStart(3)} ms  errors ${targets.reduce((n, r) => n + r.errors, 0)}${cpu(targets)}  ratio ${ratio.toFixed(2)} (lowest ${lowest.toFixed(2)}) of ${baselineName} (${median(baselines.map((r) => r.rps)).toFixed(0)}${cpu(baselines)}; rounds ${ratios.map((r) => r.toFixed(2)).join(' ')})`,
   )
-  return ratio
+  return { median: ratio, lowest }
 }

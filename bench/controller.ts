@@ -10,9 +10,32 @@ export type Call = (method: string, url: string, body?: unknown) => Promise<Resp
 
 export interface Controller extends Started {
   base: string
-  token: string
+  /**
+   * A fresh admin session. Runs take one right before they use it: with the default session cap,
+   * an identity's older sessions end as it logs in again.
+   */
+  adminSession: () => Promise<string>
+  /** Calls the management API as the admin (logging in again if the session has ended). */
   call: Call
   pid: number
+}
+
+/** Logs `username` in with its password through `api`; resolves with the session token. */
+export async function passwordSession(
+  base: string,
+  username: string,
+  password: string,
+  api: 'client' | 'management' = 'management',
+): Promise<string> {
+  const res = await fetch(`${base}/edge/${api}/v1/authenticate?method=password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  })
+  const token = res.headers.get('zt-session')
+  if (!res.ok || token === null)
+    throw new Error(`bench: ${username} could not log in (${res.status})`)
+  return token
 }
 
 /**
@@ -34,8 +57,28 @@ function startCommand(): { env: Record<string, string>; flags: string[] } {
 }
 
 /**
- * Starts the controller as `npm start` runs it (its own process, default log level unless `env`
- * says otherwise) on `db`, logs in as the admin and seeds `signers` signers with externalAuthUrl.
+ * Seeds `count` signers with externalAuthUrl (all listed by the client list), numbered from
+ * `from`; their JWKS endpoints are on loopback port 1, so the background key fetch is refused
+ * locally and nothing leaves the machine.
+ */
+export async function seedSigners(call: Call, count: number, from = 0): Promise<void> {
+  for (let i = from; i < from + count; i++) {
+    const res = await call('POST', '/edge/management/v1/external-jwt-signers', {
+      name: `signer-${i}`,
+      enabled: true,
+      issuer: `https://idp-${i}.example`,
+      audience: 'ziti',
+      jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
+      externalAuthUrl: `https://idp-${i}.example/auth`,
+    })
+    if (res.status !== 201) throw new Error(`bench: signer-${i} was not created (${res.status})`)
+  }
+}
+
+/**
+ * Starts the controller as `npm start` runs it (its own process, its default settings but the
+ * login rate limits, default log level unless `env` says otherwise) on `db`, and seeds `signers`
+ * signers with externalAuthUrl.
  */
 export async function startController(
   db: string,
@@ -54,37 +97,28 @@ export async function startController(
       CTRL_DB: db,
       CTRL_ADMIN_PASSWORD: PASSWORD,
       // The login runs send thousands of logins a second from 127.0.0.1 as one identity: the
-      // login limits (on by default) would measure the limiter, not the login path, and the
-      // session cap would end the session a later secondary-factor run uses.
+      // login limits (on by default) would measure the limiter, not the login path.
       CTRL_AUTH_RATE_LIMIT: '0',
       CTRL_AUTH_IDENTITY_RATE_LIMIT: '0',
-      CTRL_MAX_SESSIONS_PER_IDENTITY: '1000000',
       ...options.env,
     },
     start.flags,
   )
-  const login = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
-  })
-  const token = login.headers.get('zt-session') as string
-  const call: Call = (method, url, body) =>
+  const adminSession = () => passwordSession(base, 'admin', PASSWORD)
+  let token = await adminSession()
+  const send = (method: string, url: string, body: unknown) =>
     fetch(`${base}${url}`, {
       method,
       headers: { 'content-type': 'application/json', 'zt-session': token },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     })
-  for (let i = 0; i < (options.signers ?? 0); i++) {
-    await call('POST', '/edge/management/v1/external-jwt-signers', {
-      name: `signer-${i}`,
-      enabled: true,
-      issuer: `https://idp-${i}.example`,
-      audience: 'ziti',
-      // Loopback port 1: the background key fetch is refused locally, nothing leaves the machine.
-      jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
-      externalAuthUrl: `https://idp-${i}.example/auth`,
-    })
+  const call: Call = async (method, url, body) => {
+    const res = await send(method, url, body)
+    if (res.status !== 401) return res
+    await res.arrayBuffer()
+    token = await adminSession()
+    return send(method, url, body)
   }
-  return { ...started, base, token, call }
+  await seedSigners(call, options.signers ?? 0)
+  return { ...started, base, adminSession, call }
 }

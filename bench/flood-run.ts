@@ -14,7 +14,9 @@ const ctrl = await startController(join(dir, 'bench.db'))
 const fixture = await loginFixture(ctrl)
 try {
   const ratio = await benchPasswordFlood(ctrl, fixture)
-  console.log(`JWT logins during a password flood / without: ${ratio.toFixed(2)} (goal 0.5)`)
+  console.log(
+    `JWT logins during a password flood / without: median ${ratio.median.toFixed(2)}, lowest ${ratio.lowest.toFixed(2)} (goal 0.5 on the median)`,
+  )
 } finally {
   fixture.close()
   await ctrl.stop()

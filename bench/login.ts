@@ -1,13 +1,25 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose'
-import { DURATION_S, loop, measure, paired, type Result, report, WARMUP_S } from './common.js'
+import {
+  DURATION_S,
+  loop,
+  measure,
+  type Paired,
+  paired,
+  type Result,
+  report,
+  WARMUP_S,
+} from './common.js'
 import type { Controller } from './controller.js'
 
 type Alg = 'RS256' | 'ES256'
 
 export interface LoginFixture {
-  tokens(alg: Alg, count: number): Promise<string[]>
+  /** Distinct tokens of the fixture's identity, or of `subs` in turn. */
+  tokens(alg: Alg, count: number, subs?: string[]): Promise<string[]>
+  /** Creates `count` more identities (token subjects); resolves with their ids. */
+  identities(count: number): Promise<string[]>
   rawRate(tokens: string[]): Promise<number>
   close(): void
 }
@@ -39,12 +51,13 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
   await new Promise((r) => setTimeout(r, 300))
   const localSet = createLocalJWKSet(jwks)
   let serial = 0
+  let identities = 0
   return {
-    tokens: (alg, count) => {
+    tokens: (alg, count, subs = [sub]) => {
       const pair = pairs.find((p) => p.alg === alg) as (typeof pairs)[number] // both algs exist
       return Promise.all(
-        Array.from({ length: count }, () =>
-          new SignJWT({ sub, jti: `t${serial++}` })
+        Array.from({ length: count }, (_, i) =>
+          new SignJWT({ sub: subs[i % subs.length] ?? sub, jti: `t${serial++}` })
             .setProtectedHeader({ alg, kid: pair.jwk.kid })
             .setIssuer('https://bench.idp')
             .setAudience('ziti')
@@ -53,6 +66,16 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
             .sign(pair.privateKey),
         ),
       )
+    },
+    identities: async (count) => {
+      const ids: string[] = []
+      for (let i = 0; i < count; i++) {
+        const res = await ctrl.call('POST', '/edge/management/v1/identities', {
+          name: `bench-user-${identities++}`,
+        })
+        ids.push(((await res.json()) as { data: { id: string } }).data.id)
+      }
+      return ids
     },
     rawRate: async (tokens) => {
       let i = 0
@@ -73,14 +96,22 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
 /** How many distinct tokens one login run gets: enough for the run, each sent exactly once. */
 export const LOGIN_TOKENS = Number(process.env.BENCH_LOGIN_TOKENS ?? 5000 * DURATION_S)
 
-/** Logins with distinct tokens (no cache can help), each sent once; resolves with req/s. */
-export async function distinctLogins(ctrl: Controller, tokens: string[]): Promise<Result> {
+/**
+ * Logins with distinct tokens (no cache can help), each sent once; resolves with req/s.
+ * `beforeRun` is called right before the first login is sent.
+ */
+export async function distinctLogins(
+  ctrl: Controller,
+  tokens: string[],
+  beforeRun?: () => Promise<void>,
+): Promise<Result> {
   let j = 0
   return measure(`${ctrl.base}/edge/client/v1/authenticate?method=ext-jwt`, {
     pid: ctrl.pid,
     method: 'POST',
     amount: tokens.length,
     headers: () => ({ authorization: `Bearer ${tokens[j++]}` }),
+    ...(beforeRun ? { beforeRun } : {}),
   })
 }
 
@@ -88,8 +119,13 @@ export async function distinctLogins(ctrl: Controller, tokens: string[]): Promis
  * Logins with tokens of their own for WARMUP_S seconds, never measured: V8 optimises the login
  * path as it does a route's, and a run of distinct tokens cannot warm itself up.
  */
-export async function warmLogins(ctrl: Controller, fixture: LoginFixture, alg: Alg): Promise<void> {
-  await distinctLogins(ctrl, await fixture.tokens(alg, Math.ceil(3000 * WARMUP_S)))
+export async function warmLogins(
+  ctrl: Controller,
+  fixture: LoginFixture,
+  alg: Alg,
+  subs?: string[],
+): Promise<void> {
+  await distinctLogins(ctrl, await fixture.tokens(alg, Math.ceil(3000 * WARMUP_S), subs))
 }
 
 /** The rate of a sequential loop, as a Result (a baseline of `paired`). */
@@ -101,13 +137,13 @@ function asResult(rps: number, requests: number): Result {
  * Login throughput with distinct tokens against a sequential jose.jwtVerify loop over the very same
  * tokens, in rounds (fresh tokens each); the RS256 ratio is goal 2.
  */
-export async function benchLogin(ctrl: Controller, fixture: LoginFixture): Promise<number> {
-  let rs256Ratio = 0
+export async function benchLogin(ctrl: Controller, fixture: LoginFixture): Promise<Paired> {
+  let rs256: Paired | undefined
   for (const alg of ['RS256', 'ES256'] as const) {
     await warmLogins(ctrl, fixture, alg)
     let tokens: string[] = []
     const ratio = await paired(
-      `ext-jwt login ${alg}, ${LOGIN_TOKENS} distinct tokens`,
+      `ext-jwt login ${alg}, ${LOGIN_TOKENS} distinct tokens, one identity`,
       `sequential jose.jwtVerify ${alg}`,
       async (round) => {
         // jose's path warms up too, on tokens of its own.
@@ -117,7 +153,7 @@ export async function benchLogin(ctrl: Controller, fixture: LoginFixture): Promi
       },
       () => distinctLogins(ctrl, tokens),
     )
-    if (alg === 'RS256') rs256Ratio = ratio
+    if (alg === 'RS256') rs256 = ratio
   }
   const repeated = await fixture.tokens('RS256', 100)
   let k = 0
@@ -131,5 +167,5 @@ export async function benchLogin(ctrl: Controller, fixture: LoginFixture): Promi
     await fixture.rawRate(repeated.concat(repeated, repeated)),
     'raw verify',
   )
-  return rs256Ratio
+  return rs256 as Paired // the loop's first algorithm
 }

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { paired } from './common.js'
+import { type Paired, paired } from './common.js'
 import type { Controller } from './controller.js'
 import { distinctLogins, LOGIN_TOKENS, type LoginFixture } from './login.js'
 
@@ -35,7 +35,7 @@ async function passwordFlood(ctrl: Controller): Promise<() => Promise<number>> {
  * a ratio of the same without them (issue 29: password hashing is bounded, so JWT logins keep at
  * least half their speed).
  */
-export async function benchPasswordFlood(ctrl: Controller, fixture: LoginFixture): Promise<number> {
+export async function benchPasswordFlood(ctrl: Controller, fixture: LoginFixture): Promise<Paired> {
   let tokens: string[] = []
   return paired(
     `ext-jwt login RS256 during ${FLOOD} wrong-password clients`,

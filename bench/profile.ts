@@ -29,7 +29,8 @@ const ctrl = await startController(join(dir, 'profile.db'), { signers: 100 })
 for (let i = 0; i < 20; i++) {
   await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
 }
-const admin = () => ({ 'zt-session': ctrl.token })
+const session = await ctrl.adminSession()
+const admin = () => ({ 'zt-session': session })
 let rps: number
 if (load === 'bare') {
   // The baseline's own profile, for comparison: the controller above only idles meanwhile.

@@ -1,15 +1,18 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
-import { measure, paired } from './common.js'
-import type { Call } from './controller.js'
+import { measure, type Paired, paired } from './common.js'
+import { type Call, passwordSession } from './controller.js'
 
 async function idOf(res: Promise<Response>): Promise<string> {
   return ((await (await res).json()) as { data: { id: string } }).data.id
 }
 
-/** current-identity with a secondary-factor policy and a repeated JWT, against the same route without. */
-export async function benchSecondary(base: string, call: Call, pid?: number): Promise<number> {
+/**
+ * current-identity with a secondary-factor policy and a repeated JWT, against the same route
+ * without. Each round logs both users in right before it measures (see Controller.adminSession).
+ */
+export async function benchSecondary(base: string, call: Call, pid?: number): Promise<Paired> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'mfa', alg: 'ES256' }] }
   const server = createServer((_req, res) => {
@@ -33,7 +36,6 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
       secondary: { requireExtJwtSigner: signerId },
     }),
   )
-  const sessions: Record<string, string> = {}
   const ids: Record<string, string> = {}
   for (const [name, authPolicyId] of [
     ['mfa-user', policyId],
@@ -43,12 +45,6 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
     await call('PUT', `/edge/management/v1/identities/${ids[name]}/password`, {
       password: 'bench-password-1',
     })
-    const res = await fetch(`${base}/edge/client/v1/authenticate?method=password`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: name, password: 'bench-password-1' }),
-    })
-    sessions[name] = res.headers.get('zt-session') as string
   }
   await new Promise((r) => setTimeout(r, 200))
   const mfaUser = ids['mfa-user']
@@ -61,24 +57,20 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
     .sign(privateKey)
 
   const url = `${base}/edge/client/v1/current-identity`
+  const run =
+    (name: 'mfa-user' | 'plain-user', extra: Record<string, string>) => async (round: number) => {
+      const session = await passwordSession(base, name, 'bench-password-1', 'client')
+      return measure(url, {
+        ...(pid === undefined ? {} : { pid }),
+        warmup: round === 0,
+        headers: () => ({ 'zt-session': session, ...extra }),
+      })
+    }
   const ratio = await paired(
     'current-identity, secondary JWT (repeated)',
     'no factor',
-    (round) =>
-      measure(url, {
-        ...(pid === undefined ? {} : { pid }),
-        warmup: round === 0,
-        headers: () => ({ 'zt-session': sessions['plain-user'] as string }),
-      }),
-    (round) =>
-      measure(url, {
-        ...(pid === undefined ? {} : { pid }),
-        warmup: round === 0,
-        headers: () => ({
-          'zt-session': sessions['mfa-user'] as string,
-          authorization: `Bearer ${jwt}`,
-        }),
-      }),
+    run('plain-user', {}),
+    run('mfa-user', { authorization: `Bearer ${jwt}` }),
   )
   server.close()
   return ratio

@@ -1,8 +1,17 @@
+import { subscribe } from 'node:diagnostics_channel'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { SecondaryResult } from './jwt/authenticate.js'
 import type { SignerKeys } from './jwt/signer-keys.js'
 import type { VerifiedTokenCache } from './jwt/verified-cache.js'
 import { type LoginEvent, loginFailureReason, secondaryReason } from './metrics/login-reasons.js'
+import { STATEMENT_CHANNEL } from './store/postgres/statement-channel.js'
+
+// Statements this process's PostgreSQL pools sent: one subscription per process (this module is
+// loaded once, and only when metrics are on); each registry counts from its own creation.
+let statementsSent = 0
+subscribe(STATEMENT_CHANNEL, () => {
+  statementsSent++
+})
 
 /** What the gauges read when scraped, and what the counters follow (the app's services). */
 export interface MetricSources {
@@ -66,6 +75,16 @@ export class Metrics {
       help: 'JWKS fetches by signer and result (ok, error)',
       labelNames: ['signer_id', 'result'],
       registers,
+    })
+    let statementsSeen = statementsSent
+    new Counter({
+      name: 'ctrl_db_statements_total',
+      help: 'Statements (round trips) sent to PostgreSQL by the connection pool (none on SQLite)',
+      registers,
+      collect() {
+        this.inc(statementsSent - statementsSeen)
+        statementsSeen = statementsSent
+      },
     })
   }
 

@@ -1,5 +1,7 @@
+import { channel } from 'node:diagnostics_channel'
 import pg from 'pg'
 import { AppError } from '../../errors.js'
+import { STATEMENT_CHANNEL } from './statement-channel.js'
 
 export interface PgSettings {
   url: string
@@ -48,8 +50,27 @@ export function clientConfig(s: PgSettings): pg.ClientConfig {
   }
 }
 
+const statementSent = channel(STATEMENT_CHANNEL)
+
+/**
+ * A pool client that announces every statement it is given (each is one round trip to the server)
+ * on STATEMENT_CHANNEL: the metrics count them; without a subscriber it costs one check.
+ */
+class CountingClient extends pg.Client {}
+const send = pg.Client.prototype.query
+// One wrapper stands for every overload of `query`: the arguments pass through untouched.
+CountingClient.prototype.query = function query(this: pg.Client, ...args: unknown[]) {
+  if (statementSent.hasSubscribers) statementSent.publish(undefined)
+  return Reflect.apply(send, this, args)
+} as typeof send
+
 export function createPool(s: PgSettings): pg.Pool {
-  const pool = new pg.Pool({ ...clientConfig(s), max: s.poolSize, idleTimeoutMillis: 30_000 })
+  const pool = new pg.Pool({
+    ...clientConfig(s),
+    max: s.poolSize,
+    idleTimeoutMillis: 30_000,
+    Client: CountingClient,
+  })
   // An idle client that loses its server emits here; the pool drops it and makes a new one later.
   pool.on('error', () => {})
   return pool

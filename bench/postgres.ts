@@ -1,0 +1,110 @@
+import { benchCapacity } from './capacity.js'
+import { startCertController } from './cert-page.js'
+import { paired } from './common.js'
+import { type Controller, startController } from './controller.js'
+import { benchDatabase, dropDatabase, PG_SERVER } from './databases.js'
+import type { Goals } from './goals.js'
+import { certPage, type ListFigures, lists, type Run, seedIdentities } from './lists.js'
+import {
+  distinctLogins,
+  LOGIN_TOKENS,
+  type LoginFixture,
+  loginFixture,
+  warmLogins,
+} from './login.js'
+import { benchPropagation, percentile } from './propagation.js'
+
+export interface PostgresContext {
+  /** The bare Fastify route, the lists' baseline. */
+  bare: Run
+  /** The SQLite controller of the same run, with its login fixture: the login's baseline. */
+  sqlite: Controller
+  fixture: LoginFixture
+  /** The SQLite list figures of the same run, when measured. */
+  sqliteLists?: ListFigures
+  goals: Goals
+}
+
+/** A database of the bench's own for `work`, dropped afterwards; false when none answers. */
+async function withDatabase(name: string, work: (url: string) => Promise<void>): Promise<boolean> {
+  const url = await benchDatabase(name)
+  if (!url) return false
+  try {
+    await work(url)
+  } finally {
+    await dropDatabase(name)
+  }
+  return true
+}
+
+/** One instance on PostgreSQL: the list goals, and the RS256 login against SQLite's. */
+async function oneInstance(url: string, c: PostgresContext): Promise<void> {
+  const { goals } = c
+  const postgres = await startController(url, { signers: 100 })
+  try {
+    await seedIdentities(postgres)
+    const pg = await lists(postgres, c.bare, 'PostgreSQL')
+    goals.ratio('PostgreSQL client signer list / bare route', pg.client, 0.8)
+    goals.ratio('PostgreSQL management signer list / bare route', pg.signers, 0.4)
+    goals.ratio('PostgreSQL management identity list / bare route', pg.identities, 0.4)
+    if (c.sqliteLists) {
+      goals.note(
+        `PostgreSQL client list / SQLite client list (medians): ${(pg.client.median / c.sqliteLists.client.median).toFixed(2)}`,
+      )
+    }
+    const pgFixture = await loginFixture(postgres)
+    try {
+      await warmLogins(postgres, pgFixture, 'RS256')
+      await warmLogins(c.sqlite, c.fixture, 'RS256')
+      const login = await paired(
+        'PostgreSQL ext-jwt login RS256, distinct tokens, one identity',
+        'SQLite',
+        async () => distinctLogins(c.sqlite, await c.fixture.tokens('RS256', LOGIN_TOKENS)),
+        async () => distinctLogins(postgres, await pgFixture.tokens('RS256', LOGIN_TOKENS)),
+      )
+      goals.ratio('PostgreSQL RS256 login / SQLite (issue 11)', login, 0.9)
+    } finally {
+      pgFixture.close()
+    }
+  } finally {
+    await postgres.stop()
+  }
+}
+
+/**
+ * Everything the PostgreSQL goals need, each on a database of its own: one instance's lists and
+ * login, the certificate page, propagation between two instances, and the capacity inputs.
+ */
+export async function benchPostgres(c: PostgresContext): Promise<void> {
+  const { goals } = c
+  const reachable = await withDatabase('ctrl_bench', (url) => oneInstance(url, c))
+  if (!reachable) {
+    console.log(`PostgreSQL at ${PG_SERVER} does not answer: PostgreSQL figures skipped`)
+    return
+  }
+  await withDatabase('ctrl_bench_certs', async (url) => {
+    const ctrl = await startCertController(url)
+    try {
+      goals.ratio(
+        'PostgreSQL management signer list, certificate page / bare',
+        await certPage(ctrl, c.bare, 'PostgreSQL'),
+        0.4,
+      )
+    } finally {
+      await ctrl.stop()
+    }
+  })
+  await withDatabase('ctrl_bench_propagation', async (url) => {
+    const figures = await benchPropagation(url)
+    goals.atMost(
+      `PostgreSQL propagation A -> B, p99 of ${figures.length} changes (from A's answer)`,
+      percentile(
+        figures.map((f) => f.fromAnswer),
+        0.99,
+      ),
+      50,
+      'ms',
+    )
+  })
+  await withDatabase('ctrl_bench_capacity', (url) => benchCapacity('ctrl_bench_capacity', url))
+}
