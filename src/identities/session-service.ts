@@ -77,7 +77,7 @@ export class SessionService {
       if (event.type !== 'change') this.forgetAll()
     })
     // A login's audit event commits with its session; so does the end of the sessions it pushes
-    // past the cap (one statement per identity of the batch).
+    // past the cap (two statements for all the identities of the batch).
     const max = options.maxPerIdentity
     this.writer = new BatchWriter(options.store, async (tx, batch) => {
       await tx.sessions.insertMany(batch.map((b) => b.session))
@@ -85,13 +85,12 @@ export class SessionService {
       // Other instances' identity pages show whether an identity has a session.
       await tx.publish(SESSIONS_CHANGED)
       if (max === undefined) return
-      for (const identityId of new Set(batch.map((b) => b.session.identityId))) {
-        const ended = await tx.sessions.trimForIdentity(identityId, max)
-        for (const id of ended) this.forget(id)
-        // Other instances forget what they keep of this identity's sessions, and reread.
-        if (ended.length > 0) {
-          await tx.publish({ entity: 'identity-sessions', op: 'delete', id: identityId })
-        }
+      const identityIds = [...new Set(batch.map((b) => b.session.identityId))]
+      const ended = await tx.sessions.trimForIdentities(identityIds, max)
+      for (const { id } of ended) this.forget(id)
+      // Other instances forget what they keep of these identities' sessions, and reread.
+      for (const id of new Set(ended.map((e) => e.identityId))) {
+        await tx.publish({ entity: 'identity-sessions', op: 'delete', id })
       }
     })
   }

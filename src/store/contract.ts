@@ -282,10 +282,13 @@ export interface SessionRepository {
   deleteExpired(before: string): Promise<number>
   countForIdentity(identityId: string): Promise<number>
   /**
-   * Ends an identity's sessions beyond its `keep` newest (by creation); resolves with the ids
-   * ended.
+   * Ends each identity's sessions beyond its `keep` newest (by creation), for every identity of a
+   * login batch at once; resolves with the sessions ended.
    */
-  trimForIdentity(identityId: string, keep: number): Promise<string[]>
+  trimForIdentities(
+    identityIds: string[],
+    keep: number,
+  ): Promise<{ id: string; identityId: string }[]>
   /** Ends every session of an identity but one (a password change keeps the caller's own). */
   deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]>
   /** Which of these identities have at least one session (one query for a page of them). */

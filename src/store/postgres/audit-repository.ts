@@ -36,7 +36,15 @@ function toRecord(r: AuditRow): AuditEventRecord {
   }
 }
 
-const FIELDS = 10
+const INSERT_MANY = `INSERT INTO audit_events (id, at, actor_id, actor_name, action, entity_type,
+    entity_id, request_id, method, changed_fields)
+  SELECT id, at, actor_id, actor_name, action, entity_type, entity_id, request_id, method,
+    changed_fields::jsonb
+  FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
+    $7::text[], $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
+    AS e(id, at, actor_id, actor_name, action, entity_type, entity_id, request_id, method,
+      changed_fields, n)
+  ORDER BY n`
 
 /** Persistence of audit events on PostgreSQL. */
 export class PgAuditRepository implements AuditRepository {
@@ -47,31 +55,30 @@ export class PgAuditRepository implements AuditRepository {
 
   constructor(private readonly db: Queryable) {}
 
-  /** One multi-row INSERT, in the order given (so `seq` follows it). */
+  /**
+   * One INSERT of every event, in the order given (so `seq` follows it), its rows as arrays: the
+   * statement's text is the same whatever the count, so it is parsed and planned once per
+   * connection.
+   */
   async insertMany(events: AuditEventRecord[]): Promise<void> {
     if (events.length === 0) return
-    const rows = events.map((_, r) => {
-      const p = Array.from({ length: FIELDS }, (_, c) => `$${r * FIELDS + c + 1}`)
-      return `(${p.join(', ')})`
-    })
-    const values = events.flatMap((e) => [
-      e.id,
-      e.at,
-      e.actor?.id ?? null,
-      e.actor?.name ?? null,
-      e.action,
-      e.entityType,
-      e.entityId,
-      e.requestId,
-      e.method,
-      JSON.stringify(e.changedFields),
-    ])
     try {
-      await this.db.query(
-        `INSERT INTO audit_events (id, at, actor_id, actor_name, action, entity_type, entity_id,
-           request_id, method, changed_fields) VALUES ${rows.join(', ')}`,
-        values,
-      )
+      await this.db.query({
+        name: 'audit-insert-many',
+        text: INSERT_MANY,
+        values: [
+          events.map((e) => e.id),
+          events.map((e) => e.at),
+          events.map((e) => e.actor?.id ?? null),
+          events.map((e) => e.actor?.name ?? null),
+          events.map((e) => e.action),
+          events.map((e) => e.entityType),
+          events.map((e) => e.entityId),
+          events.map((e) => e.requestId),
+          events.map((e) => e.method),
+          events.map((e) => JSON.stringify(e.changedFields)),
+        ],
+      })
     } catch (err) {
       throw mapPgError(err)
     }

@@ -32,7 +32,10 @@ function toRecord(r: SessionRow): SessionRecord {
   }
 }
 
-const FIELDS = 11
+const INSERT_MANY = `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id,
+    authenticator_id, ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
+  SELECT * FROM unnest($1::text[], $2::bytea[], $3::boolean[], $4::text[], $5::text[], $6::text[],
+    $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[])`
 // The first key of the per-identity trim lock (the two-key form: apart from single-key locks).
 const SESSION_CAP_LOCK = 0x73657373 // "sess"
 
@@ -48,30 +51,28 @@ export class PgSessionRepository implements SessionRepository {
     }
   }
 
-  /** One multi-row INSERT: a group commit of every login of an event-loop turn. */
+  /**
+   * One INSERT of every login of a group commit, its rows as arrays: the statement's text is the
+   * same whatever the batch size, so it is parsed and planned once per connection.
+   */
   async insertMany(sessions: SessionRecord[]): Promise<void> {
     if (sessions.length === 0) return
-    const rows = sessions.map((_, r) => {
-      const p = Array.from({ length: FIELDS }, (_, c) => `$${r * FIELDS + c + 1}`)
-      return `(${p.join(', ')})`
-    })
-    const values = sessions.flatMap((s) => [
-      s.id,
-      s.tokenHash,
-      s.legacyToken,
-      s.identityId,
-      s.authenticatorId,
-      s.ipAddress,
-      s.createdAt,
-      s.updatedAt,
-      s.lastActivityAt,
-      s.expiresAt,
-      s.hardExpiresAt,
-    ])
     await this.run(
-      `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
-         ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at) VALUES ${rows.join(', ')}`,
-      values,
+      INSERT_MANY,
+      [
+        sessions.map((s) => s.id),
+        sessions.map((s) => s.tokenHash),
+        sessions.map((s) => s.legacyToken),
+        sessions.map((s) => s.identityId),
+        sessions.map((s) => s.authenticatorId),
+        sessions.map((s) => s.ipAddress),
+        sessions.map((s) => s.createdAt),
+        sessions.map((s) => s.updatedAt),
+        sessions.map((s) => s.lastActivityAt),
+        sessions.map((s) => s.expiresAt),
+        sessions.map((s) => s.hardExpiresAt),
+      ],
+      'sessions-insert-many',
     )
   }
 
@@ -114,20 +115,36 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   /**
-   * Ends an identity's sessions past the newest `keep`. Login batches run concurrently (here and
-   * on other instances): a transaction-scoped advisory lock per identity makes them trim one after
+   * Ends each identity's sessions past its newest `keep`, for all the identities of a login batch
+   * in two statements. Login batches of one identity may run at once on several instances: a
+   * transaction-scoped advisory lock per identity (taken in one order) makes them trim one after
    * another, each seeing the sessions the one before committed, so the cap is exact and two
    * batches never wait on each other's rows (deleting the same oldest rows in different orders
-   * deadlocked, and PostgreSQL takes a second to tell).
+   * deadlocks, and PostgreSQL takes a second to tell).
    */
-  async trimForIdentity(identityId: string, keep: number): Promise<string[]> {
-    await this.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SESSION_CAP_LOCK, identityId])
+  async trimForIdentities(
+    identityIds: string[],
+    keep: number,
+  ): Promise<{ id: string; identityId: string }[]> {
+    if (identityIds.length === 0) return []
+    const ids = [...new Set(identityIds)].sort()
+    await this.run(
+      'SELECT pg_advisory_xact_lock($1, hashtext(i)) FROM unnest($2::text[]) AS i ORDER BY i',
+      [SESSION_CAP_LOCK, ids],
+      'sessions-trim-lock',
+    )
     const sql = `DELETE FROM api_sessions WHERE id IN (
-        SELECT id FROM api_sessions WHERE identity_id = $1
-        ORDER BY created_at DESC, id DESC OFFSET $2)
-      RETURNING id`
-    const res = await this.run(sql, [identityId, keep], 'sessions-trim')
-    return (res.rows as { id: string }[]).map((r) => r.id) // RETURNING id
+        SELECT past.id FROM unnest($1::text[]) AS i(identity_id)
+        CROSS JOIN LATERAL (
+          SELECT id FROM api_sessions s WHERE s.identity_id = i.identity_id
+          ORDER BY created_at DESC, id DESC OFFSET $2) past)
+      RETURNING id, identity_id`
+    const res = await this.run(sql, [ids, keep], 'sessions-trim')
+    // RETURNING id, identity_id
+    return (res.rows as { id: string; identity_id: string }[]).map((r) => ({
+      id: r.id,
+      identityId: r.identity_id,
+    }))
   }
 
   async deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]> {

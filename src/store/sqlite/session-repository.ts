@@ -88,8 +88,10 @@ export class SessionRepository {
     )
   }
 
-  trimForIdentity(identityId: string, keep: number): string[] {
-    return this.trimStmt.all(identityId, keep).map((r) => r.id)
+  trimForIdentities(identityIds: string[], keep: number): { id: string; identityId: string }[] {
+    return identityIds.flatMap((identityId) =>
+      this.trimStmt.all(identityId, keep).map((r) => ({ id: r.id, identityId })),
+    )
   }
 
   deleteForIdentityExcept(identityId: string, keepId: string): string[] {

@@ -1,0 +1,73 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { SessionRecord, Store } from '../../src/store/contract.js'
+import { openTestStore, STORES } from '../helpers/stores.js'
+
+function identity(id: string) {
+  const now = new Date().toISOString()
+  return {
+    id,
+    name: id,
+    externalId: null,
+    isAdmin: false,
+    isDefaultAdmin: false,
+    disabled: false,
+    authPolicyId: 'default',
+    roleAttributes: [],
+    tags: {},
+    createdAt: now,
+    updatedAt: now,
+  }
+}
+
+/** The n-th session of an identity, created n seconds after a fixed start. */
+function session(identityId: string, n: number): SessionRecord {
+  const at = new Date(Date.UTC(2026, 10, 25, 8, 0, n)).toISOString()
+  const id = `${identityId}-${n}`
+  return {
+    id,
+    tokenHash: Buffer.from(id.padEnd(32, 'x')),
+    legacyToken: false,
+    identityId,
+    authenticatorId: 'updb',
+    ipAddress: '127.0.0.1',
+    createdAt: at,
+    updatedAt: at,
+    lastActivityAt: at,
+    expiresAt: '2099-01-01T00:00:00.000Z',
+    hardExpiresAt: n % 2 ? at : null,
+  }
+}
+
+describe.each(STORES)('the session cap on %s', (kind) => {
+  let store: Store
+  afterEach(async () => store?.close())
+
+  it('ends the oldest sessions past the cap of every identity of a batch, and only those', async () => {
+    store = await openTestStore(kind)
+    const rows = [
+      ...[1, 2, 3, 4, 5].map((n) => session('alice', n)),
+      ...[1, 2, 3].map((n) => session('bob', n)),
+      session('carol', 1),
+    ]
+    await store.transaction(async (tx) => {
+      for (const id of ['alice', 'bob', 'carol']) await tx.identities.insert(identity(id))
+      await tx.sessions.insertMany(rows)
+    })
+    // Stored as given, arrays and nulls included.
+    expect(await store.repos.sessions.get('alice-3')).toEqual(session('alice', 3))
+    expect(await store.repos.sessions.get('bob-2')).toEqual(session('bob', 2))
+
+    const ended = await store.transaction((tx) =>
+      tx.sessions.trimForIdentities(['bob', 'alice', 'carol', 'alice'], 2),
+    )
+    expect(ended.sort((x, y) => x.id.localeCompare(y.id))).toEqual([
+      { id: 'alice-1', identityId: 'alice' },
+      { id: 'alice-2', identityId: 'alice' },
+      { id: 'alice-3', identityId: 'alice' },
+      { id: 'bob-1', identityId: 'bob' },
+    ])
+    const left = (await store.repos.sessions.all()).map((s) => s.id).sort()
+    expect(left).toEqual(['alice-4', 'alice-5', 'bob-2', 'bob-3', 'carol-1'])
+    expect(await store.transaction((tx) => tx.sessions.trimForIdentities([], 2))).toEqual([])
+  })
+})
