@@ -12,18 +12,20 @@ interface Pending<T> {
  * committed (or failed). Under concurrent load this turns N commits into one without giving up
  * durability of anything already answered.
  *
- * One unit of work is in flight at a time: what arrives meanwhile waits for it and goes in the
+ * At most MAX_IN_FLIGHT units of work run at once: what arrives meanwhile waits and goes in the
  * next, so batches grow with the store's commit time instead of piling up as many small
  * transactions that hold connections and wait on each other (on PostgreSQL, the session cap's
- * per-identity trim serialises them anyway).
+ * per-identity trim serialises those of one identity anyway). Two overlap one commit's round
+ * trips with the next batch's.
  */
 const WINDOW_MS = 1
 const MAX_BATCH = 256
+const MAX_IN_FLIGHT = 2
 
 export class BatchWriter<T> {
   private queue: Pending<T>[] = []
   private timer: NodeJS.Timeout | undefined
-  private inFlight: Promise<void> | undefined
+  private readonly inFlight = new Set<Promise<void>>()
 
   constructor(
     private readonly store: Store,
@@ -34,11 +36,11 @@ export class BatchWriter<T> {
   add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
       const n = this.queue.push({ item, resolve, reject })
-      // While a unit of work is in flight, its end starts the next one.
-      if (this.inFlight) return
+      // While the most units of work are in flight, the end of one starts the next.
+      if (this.inFlight.size >= MAX_IN_FLIGHT) return
       // Logins finish their signature checks in separate turns of the event loop: waiting a
       // millisecond for the next ones turns several commits into one (MAX_BATCH flushes at once).
-      if (n === 1) this.timer = setTimeout(() => this.startFlush(), WINDOW_MS)
+      if (this.timer === undefined) this.timer = setTimeout(() => this.startFlush(), WINDOW_MS)
       else if (n >= MAX_BATCH) this.startFlush()
     })
   }
@@ -46,8 +48,8 @@ export class BatchWriter<T> {
   /** Commits whatever is queued now and resolves when every write begun has settled (shutdown). */
   async drain(): Promise<void> {
     for (;;) {
-      if (this.inFlight) await this.inFlight.catch(() => {})
-      else if (this.queue.length > 0) this.startFlush()
+      if (this.queue.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.startFlush()
+      else if (this.inFlight.size > 0) await Promise.race(this.inFlight)
       else return
     }
   }
@@ -55,14 +57,14 @@ export class BatchWriter<T> {
   private startFlush(): void {
     clearTimeout(this.timer)
     this.timer = undefined
-    if (this.inFlight || this.queue.length === 0) return
+    if (this.inFlight.size >= MAX_IN_FLIGHT || this.queue.length === 0) return
     const batch = this.queue.splice(0, MAX_BATCH)
-    const p = this.flush(batch).finally(() => {
-      this.inFlight = undefined
+    const p: Promise<void> = this.flush(batch).finally(() => {
+      this.inFlight.delete(p)
       // What arrived meanwhile has waited a whole commit already: no window for it.
       if (this.queue.length > 0) this.startFlush()
     })
-    this.inFlight = p
+    this.inFlight.add(p)
   }
 
   private async flush(batch: Pending<T>[]): Promise<void> {

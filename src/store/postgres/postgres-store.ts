@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type pg from 'pg'
+import pg from 'pg'
+
+const { escapeLiteral } = pg
+
 import type {
   FeedEvent,
   IntegrityFacts,
@@ -21,6 +24,17 @@ import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
 import { PgSessionRepository } from './session-repository.js'
 import { PgSignerRepository } from './signer-repository.js'
+
+/**
+ * The COMMIT of a unit of work, preceded by its notifications in the same simple query (one round
+ * trip). The payloads are our own JSON, quoted as literals by the driver's escaping; if a NOTIFY
+ * fails, the COMMIT after it is not run and the unit of work is rolled back.
+ */
+function commitWith(notices: string[]): string {
+  if (notices.length === 0) return 'COMMIT'
+  const calls = notices.map((n) => `pg_notify('${CHANNEL}', ${escapeLiteral(n)})`)
+  return `SELECT ${calls.join(', ')}; COMMIT`
+}
 
 function repositories(db: Queryable): Repositories {
   return {
@@ -102,14 +116,16 @@ export class PgStore implements Store {
     let broken = false
     try {
       await client.query('BEGIN')
+      const notices: string[] = []
       const tx: UnitOfWork = {
         ...repositories(client),
+        // Sent with the COMMIT (NOTIFY is delivered at commit anyway): no round trip of its own.
         publish: async (change: StoreChange) => {
-          await client.query('SELECT pg_notify($1, $2)', [CHANNEL, this.listener.payload(change)])
+          notices.push(this.listener.payload(change))
         },
       }
       const result = await work(tx)
-      await client.query('COMMIT')
+      await client.query(commitWith(notices))
       return result
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {
