@@ -1,11 +1,10 @@
 import { measure, type Result } from './common.js'
 import { type Controller, startController } from './controller.js'
-import { distinctLogins, LOGIN_TOKENS, loginFixture, warmLogins } from './login.js'
+import { distinctLogins, LOGIN_TOKENS, LOGIN_USERS, loginFixture, warmLogins } from './login.js'
 import { BackendSampler, type DatabaseCounters, DatabaseStats, STATS_FLUSH_MS } from './pg-stats.js'
 import { freePort } from './processes.js'
 
 /** Identities the spread logins are of: each stays below the default cap of 100 sessions. */
-const SPREAD = 500
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 interface Inputs {
@@ -127,15 +126,17 @@ export async function benchCapacity(name: string, db: string): Promise<void> {
     const rows: Inputs[] = []
     // Logins spread over many identities, each below its session cap (as most traffic is); then
     // all of one identity, past its cap, so that each login also ends its oldest session.
-    const subs = await fixture.identities(SPREAD)
-    await warmLogins(ctrl, fixture, 'RS256', subs)
-    const spread = await fixture.tokens('RS256', LOGIN_TOKENS, subs)
+    await warmLogins(ctrl, fixture, 'RS256')
+    const spread = await fixture.tokens('RS256', LOGIN_TOKENS)
     rows.push(
-      await inputs(`ext-jwt login RS256, ${SPREAD} identities`, stats, metricsUrl, (beforeRun) =>
-        distinctLogins(ctrl, spread, beforeRun),
+      await inputs(
+        `ext-jwt login RS256, ${LOGIN_USERS} identities`,
+        stats,
+        metricsUrl,
+        (beforeRun) => distinctLogins(ctrl, spread, beforeRun),
       ),
     )
-    const tokens = await fixture.tokens('RS256', LOGIN_TOKENS)
+    const tokens = await fixture.tokens('RS256', LOGIN_TOKENS, [fixture.one])
     rows.push(
       await inputs('ext-jwt login RS256, one identity', stats, metricsUrl, (beforeRun) =>
         distinctLogins(ctrl, tokens, beforeRun),

@@ -96,7 +96,7 @@ export async function startController(
       CTRL_PORT: String(port),
       CTRL_DB: db,
       CTRL_ADMIN_PASSWORD: PASSWORD,
-      // The login runs send thousands of logins a second from 127.0.0.1 as one identity: the
+      // The login runs send thousands of logins a second from 127.0.0.1: the
       // login limits (on by default) would measure the limiter, not the login path.
       CTRL_AUTH_RATE_LIMIT: '0',
       CTRL_AUTH_IDENTITY_RATE_LIMIT: '0',

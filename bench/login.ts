@@ -16,15 +16,28 @@ import type { Controller } from './controller.js'
 type Alg = 'RS256' | 'ES256'
 
 export interface LoginFixture {
-  /** Distinct tokens of the fixture's identity, or of `subs` in turn. */
+  /** Distinct tokens of the fixture's LOGIN_USERS identities in turn, or of `subs`. */
   tokens(alg: Alg, count: number, subs?: string[]): Promise<string[]>
+  /** One identity of its own, for runs of one identity's logins (past its session cap). */
+  one: string
   /** Creates `count` more identities (token subjects); resolves with their ids. */
   identities(count: number): Promise<string[]>
   rawRate(tokens: string[]): Promise<number>
   close(): void
 }
 
-/** A JWKS server on loopback with an RS256 and an ES256 key, a signer for it and an identity. */
+/**
+ * How many identities the login runs' tokens name in turn. Logins in production come from many
+ * users, each with a few sessions; a run of one identity's logins keeps it past its session cap,
+ * so that every login also ends its oldest session (the capacity inputs measure that case apart).
+ * Enough that each stays below the default cap (100) through the login goals' runs.
+ */
+export const LOGIN_USERS = Number(process.env.BENCH_LOGIN_USERS ?? 5000)
+
+/**
+ * A JWKS server on loopback with an RS256 and an ES256 key, a signer for it, LOGIN_USERS
+ * identities and one more of its own.
+ */
 export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
   const pairs = await Promise.all(
     (['RS256', 'ES256'] as const).map(async (alg) => {
@@ -52,8 +65,25 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
   const localSet = createLocalJWKSet(jwks)
   let serial = 0
   let identities = 0
+  /** Creates `count` identities, 16 requests at a time; resolves with their ids in order. */
+  const create = async (count: number): Promise<string[]> => {
+    const ids: string[] = new Array(count)
+    let next = 0
+    const worker = async () => {
+      for (let i = next++; i < count; i = next++) {
+        const res = await ctrl.call('POST', '/edge/management/v1/identities', {
+          name: `bench-user-${identities++}`,
+        })
+        ids[i] = ((await res.json()) as { data: { id: string } }).data.id
+      }
+    }
+    await Promise.all(Array.from({ length: 16 }, worker))
+    return ids
+  }
+  const users = await create(LOGIN_USERS)
   return {
-    tokens: (alg, count, subs = [sub]) => {
+    one: sub,
+    tokens: (alg, count, subs = users) => {
       const pair = pairs.find((p) => p.alg === alg) as (typeof pairs)[number] // both algs exist
       return Promise.all(
         Array.from({ length: count }, (_, i) =>
@@ -67,16 +97,7 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
         ),
       )
     },
-    identities: async (count) => {
-      const ids: string[] = []
-      for (let i = 0; i < count; i++) {
-        const res = await ctrl.call('POST', '/edge/management/v1/identities', {
-          name: `bench-user-${identities++}`,
-        })
-        ids.push(((await res.json()) as { data: { id: string } }).data.id)
-      }
-      return ids
-    },
+    identities: create,
     rawRate: async (tokens) => {
       let i = 0
       return loop(
@@ -143,7 +164,7 @@ export async function benchLogin(ctrl: Controller, fixture: LoginFixture): Promi
     await warmLogins(ctrl, fixture, alg)
     let tokens: string[] = []
     const ratio = await paired(
-      `ext-jwt login ${alg}, ${LOGIN_TOKENS} distinct tokens, one identity`,
+      `ext-jwt login ${alg}, ${LOGIN_TOKENS} distinct tokens, ${LOGIN_USERS} identities`,
       `sequential jose.jwtVerify ${alg}`,
       async (round) => {
         // jose's path warms up too, on tokens of its own.

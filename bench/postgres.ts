@@ -8,6 +8,7 @@ import { certPage, type ListFigures, lists, type Run, seedIdentities } from './l
 import {
   distinctLogins,
   LOGIN_TOKENS,
+  LOGIN_USERS,
   type LoginFixture,
   loginFixture,
   warmLogins,
@@ -57,7 +58,7 @@ async function oneInstance(url: string, c: PostgresContext): Promise<void> {
       await warmLogins(postgres, pgFixture, 'RS256')
       await warmLogins(c.sqlite, c.fixture, 'RS256')
       const login = await paired(
-        'PostgreSQL ext-jwt login RS256, distinct tokens, one identity',
+        `PostgreSQL ext-jwt login RS256, distinct tokens, ${LOGIN_USERS} identities`,
         'SQLite',
         async () => distinctLogins(c.sqlite, await c.fixture.tokens('RS256', LOGIN_TOKENS)),
         async () => distinctLogins(postgres, await pgFixture.tokens('RS256', LOGIN_TOKENS)),
