@@ -9,11 +9,21 @@ const ISSUER = 'https://login.corp.example'
 const NOW = '2026-11-22T08:00:00.000Z'
 const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
 
-async function keyPair(kid: string, alg = 'RS256') {
+async function newKeyPair(kid: string, alg: string) {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true })
   return { kid, alg, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } }
 }
-type Pair = Awaited<ReturnType<typeof keyPair>>
+type Pair = Awaited<ReturnType<typeof newKeyPair>>
+
+// An RSA key takes 100-400 ms of CPU to generate: one per kid and algorithm for the whole file.
+// Keys of different kids still differ, and every test has an app and a JWKS server of its own.
+const pairs = new Map<string, Promise<Pair>>()
+function keyPair(kid: string, alg = 'RS256'): Promise<Pair> {
+  const key = `${kid} ${alg}`
+  const pair = pairs.get(key) ?? newKeyPair(kid, alg)
+  pairs.set(key, pair)
+  return pair
+}
 
 async function setup(
   server: JwksServer,
