@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns'
 import { exportJWK, generateKeyPair } from 'jose'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { buildTestApp, caller, forEachStore, login, testClock } from '../helpers/app.js'
 import { type JwksServer, startJwksServer } from '../helpers/jwks-server.js'
 import { signJwt } from '../helpers/jwt.js'
@@ -8,6 +8,7 @@ import { signJwt } from '../helpers/jwt.js'
 const ISSUER = 'https://login.corp.example'
 const NOW = '2026-11-22T08:00:00.000Z'
 const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
+const WAIT = { timeout: 5000, interval: 10 }
 
 async function newKeyPair(kid: string, alg: string) {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true })
@@ -149,8 +150,14 @@ forEachStore(() => {
       const server = await startJwksServer([k1.jwk])
       server.respond({ body: JSON.stringify({ keys: [k1.jwk] }), ...response })
       const s = await setup(server, { timeoutMs: 200 })
-      await settle(server)
-      await new Promise((r) => setTimeout(r, 250))
+      // The fetch the creation started has ended (lastFetchAt is set on success and failure).
+      await vi.waitFor(async () => {
+        const keys = await s.call(
+          'GET',
+          `/edge/management/v1/external-jwt-signers/${s.signerId}/keys`,
+        )
+        expect(keys.json().data.lastFetchAt).not.toBeNull()
+      }, WAIT)
       expect(await s.tryLogin(await s.token(k1))).toBe(401)
     })
 
