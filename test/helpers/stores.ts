@@ -68,8 +68,8 @@ export async function freshPostgresUrl(): Promise<string> {
     if (rows.length > 0) {
       // DELETE, not TRUNCATE: these tables hold a few rows, and TRUNCATE makes new files for each
       // table (and what references it) with an fsync at commit, 100-200 ms per test here, where
-      // DELETE takes under 15. Referencing tables first; a table added with a reference to these
-      // fails here until it is listed.
+      // DELETE takes under 15. Referencing tables first: a table added later that references these
+      // without ON DELETE CASCADE fails here until it is listed.
       await client.query(`BEGIN;
         DELETE FROM api_sessions;
         DELETE FROM authenticators;
