@@ -139,6 +139,14 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
     rmSync(dir, { recursive: true, force: true })
   })
 
+  /** Waits until HAProxy sends the load to `s`: a write in its access log (reads log at debug). */
+  const servingLoad = async (s: Started) => {
+    for (let i = 0; !s.stdout().includes('"method":"POST"'); i++) {
+      if (i > 400) throw new Error(`HAProxy sent nothing to the restarted instance: ${s.stdout()}`)
+      await new Promise((r) => setTimeout(r, 25))
+    }
+  }
+
   const listedIds = async () => {
     const res = await fetch(
       `${lb.base}${M}/external-jwt-signers?filter=${encodeURIComponent('limit none')}`,
@@ -158,7 +166,7 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
       expect(await exit(old)).toBe(0)
       nodes[i] = await start(ports[i] as number)
       // HAProxy's rise: a passing check before it sends traffic there again.
-      await new Promise((r) => setTimeout(r, 1000))
+      await servingLoad(nodes[i] as Started)
     }
     await load.stop()
     console.log(

@@ -65,15 +65,17 @@ export function forEachStore(suite: (kind: StoreKind) => void): void {
 
 /**
  * The real app on a fresh database (SQLite in memory, or this file's PostgreSQL database emptied),
- * closed when the test ends.
+ * closed when the test ends; with `keepOpen`, by the caller (the afterAll of a describe whose
+ * tests share it).
  */
 export async function buildTestApp(
   options: Partial<Omit<BuildAppOptions, 'config'>> & {
     config?: Partial<Config>
     storeKind?: StoreKind
+    keepOpen?: boolean
   } = {},
 ): Promise<FastifyInstance> {
-  const { config, storeKind = currentKind, ...rest } = options
+  const { config, storeKind = currentKind, keepOpen = false, ...rest } = options
   const dbPath = storeKind === 'postgres' ? await freshPostgresUrl() : ':memory:'
   const app = await buildApp({
     logger: false,
@@ -81,7 +83,7 @@ export async function buildTestApp(
     ...rest,
     config: testConfig({ dbPath, dbPoolSize: 4, ...config }),
   })
-  onTestFinished(() => app.close())
+  if (!keepOpen) onTestFinished(() => app.close())
   return app
 }
 

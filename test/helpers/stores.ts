@@ -66,13 +66,23 @@ export async function freshPostgresUrl(): Promise<string> {
       "SELECT 1 FROM information_schema.tables WHERE table_name = 'signers'",
     )
     if (rows.length > 0) {
-      await client.query(
-        'TRUNCATE api_sessions, auth_policy_signers, identities, auth_policies, signers, audit_events, login_failures, controllers CASCADE',
-      )
-      await client.query(
-        `INSERT INTO auth_policies (id, name, created_at, updated_at)
-         VALUES ('default', 'Default', now(), now())`,
-      )
+      // DELETE, not TRUNCATE: these tables hold a few rows, and TRUNCATE makes new files for each
+      // table (and what references it) with an fsync at commit, 100-200 ms per test here, where
+      // DELETE takes under 15. Referencing tables first: a table added later that references these
+      // without ON DELETE CASCADE fails here until it is listed.
+      await client.query(`BEGIN;
+        DELETE FROM api_sessions;
+        DELETE FROM authenticators;
+        DELETE FROM identities;
+        DELETE FROM auth_policy_signers;
+        DELETE FROM auth_policies;
+        DELETE FROM signers;
+        DELETE FROM audit_events;
+        DELETE FROM login_failures;
+        DELETE FROM controllers;
+        INSERT INTO auth_policies (id, name, created_at, updated_at)
+          VALUES ('default', 'Default', now(), now());
+        COMMIT`)
     }
   } finally {
     await client.end()

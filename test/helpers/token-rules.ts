@@ -8,6 +8,18 @@ export const RULES_NOW = '2026-11-22T08:00:00.000Z'
 export const SIGNERS = '/edge/management/v1/external-jwt-signers'
 const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
 
+async function newSigningKey() {
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
+  return {
+    privateKey,
+    jwk: { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' },
+  }
+}
+
+// One key per test file: an RSA key takes 100-400 ms of CPU to generate, and each setup has an app
+// and a JWKS server of its own, so no setup can see another's key.
+let signingKey: ReturnType<typeof newSigningKey> | undefined
+
 /**
  * An app with one JWKS signer (a real key served from 127.0.0.1) carrying `tokenRules`, and the
  * identity alice whose id tokens name in `sub`. `token` signs at the test clock's time.
@@ -20,8 +32,8 @@ export async function rulesSetup(
     app?: Omit<Parameters<typeof buildTestApp>[0], 'config' | 'clock'>
   } = {},
 ) {
-  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }
+  signingKey ??= newSigningKey()
+  const { privateKey, jwk } = await signingKey
   const server = await startJwksServer([jwk])
   const clock = testClock(RULES_NOW)
   const app = await buildTestApp({

@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns'
 import { exportJWK, generateKeyPair } from 'jose'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { buildTestApp, caller, forEachStore, login, testClock } from '../helpers/app.js'
 import { type JwksServer, startJwksServer } from '../helpers/jwks-server.js'
 import { signJwt } from '../helpers/jwt.js'
@@ -8,12 +8,23 @@ import { signJwt } from '../helpers/jwt.js'
 const ISSUER = 'https://login.corp.example'
 const NOW = '2026-11-22T08:00:00.000Z'
 const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
+const WAIT = { timeout: 5000, interval: 10 }
 
-async function keyPair(kid: string, alg = 'RS256') {
+async function newKeyPair(kid: string, alg: string) {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true })
   return { kid, alg, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } }
 }
-type Pair = Awaited<ReturnType<typeof keyPair>>
+type Pair = Awaited<ReturnType<typeof newKeyPair>>
+
+// An RSA key takes 100-400 ms of CPU to generate: one per kid and algorithm for the whole file.
+// Keys of different kids still differ, and every test has an app and a JWKS server of its own.
+const pairs = new Map<string, Promise<Pair>>()
+function keyPair(kid: string, alg = 'RS256'): Promise<Pair> {
+  const key = `${kid} ${alg}`
+  const pair = pairs.get(key) ?? newKeyPair(kid, alg)
+  pairs.set(key, pair)
+  return pair
+}
 
 async function setup(
   server: JwksServer,
@@ -139,8 +150,14 @@ forEachStore(() => {
       const server = await startJwksServer([k1.jwk])
       server.respond({ body: JSON.stringify({ keys: [k1.jwk] }), ...response })
       const s = await setup(server, { timeoutMs: 200 })
-      await settle(server)
-      await new Promise((r) => setTimeout(r, 250))
+      // The fetch the creation started has ended (lastFetchAt is set on success and failure).
+      await vi.waitFor(async () => {
+        const keys = await s.call(
+          'GET',
+          `/edge/management/v1/external-jwt-signers/${s.signerId}/keys`,
+        )
+        expect(keys.json().data.lastFetchAt).not.toBeNull()
+      }, WAIT)
       expect(await s.tryLogin(await s.token(k1))).toBe(401)
     })
 

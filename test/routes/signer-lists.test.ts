@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, forEachStore, login, testClock } from '../helpers/app.js'
+import type { StoreKind } from '../helpers/stores.js'
 
 const BASE = '/edge/management/v1/external-jwt-signers'
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 
-async function seeded() {
+async function seeded(options: { storeKind?: StoreKind; keepOpen?: boolean } = {}) {
   const clock = testClock()
-  const app = await buildTestApp({ clock })
+  const app = await buildTestApp({ clock, ...options })
   const token = await login(app)
   const specs = [
     { name: 'corp-east', enabled: true, auth: true },
@@ -36,6 +37,24 @@ async function seeded() {
   return { app, token, ids }
 }
 
+/**
+ * One seeded app for the cases of a describe that only read (a GET changes nothing), built before
+ * them and closed after them: the same app each case would have built for itself.
+ */
+function seededForReads(storeKind?: StoreKind): () => Awaited<ReturnType<typeof seeded>> {
+  let s: Awaited<ReturnType<typeof seeded>> | undefined
+  beforeAll(async () => {
+    s = await seeded({ ...(storeKind ? { storeKind } : {}), keepOpen: true })
+  })
+  afterAll(async () => {
+    await s?.app.close()
+  })
+  return () => {
+    if (!s) throw new Error('the seeded app was not built')
+    return s
+  }
+}
+
 async function names(app: FastifyInstance, token: string, query: string) {
   const res = await app.inject({
     method: 'GET',
@@ -48,7 +67,7 @@ async function names(app: FastifyInstance, token: string, query: string) {
 
 const q = (params: Record<string, string>) => new URLSearchParams(params).toString()
 
-forEachStore(() => {
+forEachStore((kind) => {
   describe('signer lists', () => {
     it('filters with =, contains, icontains, booleans and and/or/not', async () => {
       const { app, token } = await seeded()
@@ -125,27 +144,31 @@ forEachStore(() => {
       expect(dflt.json().meta.pagination.limit).toBe(10)
     })
 
-    it.each([
-      [{ limit: 'ten' }, 'INVALID_PAGINATION', 'limit'],
-      [{ limit: '-1.5' }, 'INVALID_PAGINATION', 'limit'],
-      [{ offset: '1.5' }, 'INVALID_PAGINATION', 'offset'],
-      [{ filter: 'name = ' }, 'INVALID_FILTER', 'filter'],
-      [{ filter: 'secret = "x"' }, 'INVALID_FILTER', 'filter'],
-      [{ filter: 'name = "x" and' }, 'INVALID_FILTER', 'filter'],
-      [{ filter: 'enabled = "yes"' }, 'INVALID_FILTER', 'filter'],
-      [{ filter: `${'('.repeat(100)}enabled${')'.repeat(100)}` }, 'INVALID_FILTER', 'filter'],
-      [{ filter: 'name = "x"; DROP TABLE signers' }, 'INVALID_FILTER', 'filter'],
-      [{ sort: 'certPem asc' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
-      [{ sort: 'name sideways' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
-    ])('refuses bad list parameters %o with %s', async (params, code, field) => {
-      const { app, token } = await seeded()
-      const res = await app.inject({
-        method: 'GET',
-        url: `${BASE}?${q(params)}`,
-        headers: { 'zt-session': token },
+    describe('with bad parameters', () => {
+      const shared = seededForReads(kind)
+
+      it.each([
+        [{ limit: 'ten' }, 'INVALID_PAGINATION', 'limit'],
+        [{ limit: '-1.5' }, 'INVALID_PAGINATION', 'limit'],
+        [{ offset: '1.5' }, 'INVALID_PAGINATION', 'offset'],
+        [{ filter: 'name = ' }, 'INVALID_FILTER', 'filter'],
+        [{ filter: 'secret = "x"' }, 'INVALID_FILTER', 'filter'],
+        [{ filter: 'name = "x" and' }, 'INVALID_FILTER', 'filter'],
+        [{ filter: 'enabled = "yes"' }, 'INVALID_FILTER', 'filter'],
+        [{ filter: `${'('.repeat(100)}enabled${')'.repeat(100)}` }, 'INVALID_FILTER', 'filter'],
+        [{ filter: 'name = "x"; DROP TABLE signers' }, 'INVALID_FILTER', 'filter'],
+        [{ sort: 'certPem asc' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+        [{ sort: 'name sideways' }, 'INVALID_SORT_IDENTIFIER', 'sort'],
+      ])('refuses bad list parameters %o with %s', async (params, code, field) => {
+        const { app, token } = shared()
+        const res = await app.inject({
+          method: 'GET',
+          url: `${BASE}?${q(params)}`,
+          headers: { 'zt-session': token },
+        })
+        expect(res.statusCode).toBe(400)
+        expect(res.json().error).toMatchObject({ code, cause: { field } })
       })
-      expect(res.statusCode).toBe(400)
-      expect(res.json().error).toMatchObject({ code, cause: { field } })
     })
 
     it('keeps substring search in step with renames and deletes, for short values, quotes and case', async () => {
@@ -261,11 +284,12 @@ forEachStore(() => {
 describe('hostile list parameters', () => {
   const LISTS = [BASE, '/edge/management/v1/identities', '/edge/management/v1/auth-policies']
   const BUILT_INS = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']
+  const shared = seededForReads()
 
   it.each(LISTS)(
     '%s answers 400 for built-in JavaScript property names in filter and sort',
     async (url) => {
-      const { app, token } = await seeded()
+      const { app, token } = shared()
       for (const name of BUILT_INS) {
         for (const [params, code, field] of [
           [{ filter: `${name} = "x"` }, 'INVALID_FILTER', 'filter'],
@@ -288,7 +312,7 @@ describe('hostile list parameters', () => {
   it.each([BASE, CLIENT])(
     '%s answers 400 in the envelope to a repeated query parameter',
     async (url) => {
-      const { app, token } = await seeded()
+      const { app, token } = shared()
       for (const name of ['filter', 'sort', 'limit', 'offset']) {
         const res = await app.inject({
           method: 'GET',
@@ -438,25 +462,29 @@ describe('filter clauses as operators type them', () => {
     expect(policies.names).toEqual([])
   })
 
-  it.each([
-    'name contains "corp" limit',
-    'true limit 5 sort by name',
-    'true sort by kid',
-    'true skip 2000000',
-    'createdAt > datetime(yesterday)',
-    'tags = "x"',
-    'name = "unbalanced',
-  ])('answers 400 INVALID_FILTER with a position for %s', async (filter) => {
-    const { app, token } = await seeded()
-    const res = await app.inject({
-      method: 'GET',
-      url: `${BASE}?${q({ filter })}`,
-      headers: { 'zt-session': token },
+  describe('with a bad filter', () => {
+    const shared = seededForReads()
+
+    it.each([
+      'name contains "corp" limit',
+      'true limit 5 sort by name',
+      'true sort by kid',
+      'true skip 2000000',
+      'createdAt > datetime(yesterday)',
+      'tags = "x"',
+      'name = "unbalanced',
+    ])('answers 400 INVALID_FILTER with a position for %s', async (filter) => {
+      const { app, token } = shared()
+      const res = await app.inject({
+        method: 'GET',
+        url: `${BASE}?${q({ filter })}`,
+        headers: { 'zt-session': token },
+      })
+      expect(res.statusCode).toBe(400)
+      expect(res.json().error).toMatchObject({ code: 'INVALID_FILTER', cause: { field: 'filter' } })
+      if (filter !== 'true skip 2000000')
+        expect(res.json().error.cause.reason).toMatch(/at position \d+$/)
     })
-    expect(res.statusCode).toBe(400)
-    expect(res.json().error).toMatchObject({ code: 'INVALID_FILTER', cause: { field: 'filter' } })
-    if (filter !== 'true skip 2000000')
-      expect(res.json().error.cause.reason).toMatch(/at position \d+$/)
   })
 
   it('filters, sorts and pages the client list on what it shows', async () => {

@@ -17,7 +17,9 @@ let rsa: TestCert
 let ec: TestCert
 let ed: TestCert
 let weak: TestCert
+let keyPem: string
 beforeAll(async () => {
+  keyPem = privateKeyPem()
   ;[rsa, ec, ed, weak] = await Promise.all([
     makeCert({ kind: 'RS256', cn: 'rsa signer' }),
     makeCert({ kind: 'ES256', cn: 'ec signer' }),
@@ -294,9 +296,9 @@ forEachStore(() => {
       const { app, token } = await setup()
       const cases = [
         'not a pem',
-        privateKeyPem(),
+        keyPem,
         `${rsa.certPem}\n${ec.certPem}`,
-        `${rsa.certPem}\n${privateKeyPem()}`,
+        `${rsa.certPem}\n${keyPem}`,
         weak.certPem,
         rsa.certPem.replace(/[A-Z]{10}/, 'AAAAAAAAAA'),
       ]
