@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login } from '../helpers/app.js'
 import { listedSigner } from '../helpers/signers.js'
 import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
+import { within } from '../helpers/within.js'
 
 // Two instances of one PostgreSQL database keep their list pages in memory and follow each
 // other's changes through the store's notifications: a change through A shows on B within a
@@ -13,19 +14,6 @@ const CLIENT = '/edge/client/v1/external-jwt-signers'
 const M = '/edge/management/v1/external-jwt-signers'
 const I = '/edge/management/v1/identities'
 const P = '/edge/management/v1/auth-policies'
-
-/** Retries an assertion for up to `ms` (changes reach other instances through notifications). */
-async function within(ms: number, check: () => Promise<void>): Promise<void> {
-  const end = Date.now() + ms
-  for (;;) {
-    try {
-      return await check()
-    } catch (err) {
-      if (Date.now() > end) throw err
-      await new Promise((r) => setTimeout(r, 10))
-    }
-  }
-}
 
 async function clientNames(app: FastifyInstance, query = ''): Promise<string[]> {
   const res = await app.inject({ method: 'GET', url: `${CLIENT}${query}` })

@@ -3,6 +3,7 @@ import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login } from '../helpers/app.js'
 import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
+import { within } from '../helpers/within.js'
 
 // Every instance keeps the sessions it has seen in memory. A session ended through another
 // instance is forgotten when that instance's notification arrives; while the notification
@@ -10,18 +11,6 @@ import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 
 const CURRENT = '/edge/management/v1/current-api-session'
 const I = '/edge/management/v1/identities'
-
-async function within(ms: number, check: () => Promise<void>): Promise<void> {
-  const end = Date.now() + ms
-  for (;;) {
-    try {
-      return await check()
-    } catch (err) {
-      if (Date.now() > end) throw err
-      await new Promise((r) => setTimeout(r, 10))
-    }
-  }
-}
 
 const current = async (app: FastifyInstance, token: string) =>
   (await app.inject({ method: 'GET', url: CURRENT, headers: { 'zt-session': token } })).statusCode

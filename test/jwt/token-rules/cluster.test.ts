@@ -4,21 +4,9 @@ import { makeCert } from '../../helpers/certs.js'
 import { signJwt } from '../../helpers/jwt.js'
 import { createTestDatabase, PG_URL } from '../../helpers/stores.js'
 import { SIGNERS } from '../../helpers/token-rules.js'
+import { within } from '../../helpers/within.js'
 
 const ISSUER = 'https://idp.cluster-rules.example'
-
-/** Retries an assertion for up to `ms` (changes reach other instances through notifications). */
-async function within(ms: number, check: () => Promise<void>): Promise<void> {
-  const end = Date.now() + ms
-  for (;;) {
-    try {
-      return await check()
-    } catch (err) {
-      if (Date.now() > end) throw err
-      await new Promise((r) => setTimeout(r, 25))
-    }
-  }
-}
 
 describe.skipIf(!PG_URL)('token rules across instances on one PostgreSQL', () => {
   it('a rule added through instance A refuses a token cached on instance B within 1 s', async () => {
