@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ClientSignerPages } from '../../src/routes/client-signers/pages.js'
 import type { SignerService } from '../../src/signers/signer-service.js'
 
-/** The four methods the pages use, over a fixed list whose reads are counted. */
+/** The three methods the pages use, over a fixed list whose reads are counted. */
 function signerSource() {
   const reads: string[] = []
   let listener = () => {}
@@ -14,10 +14,9 @@ function signerSource() {
       reads.push(q.filter ?? '<default>')
       return [{ id: 's1', name: 'corp', externalAuthUrl: 'https://login.corp.example/auth' }]
     },
-    listVersion: async () => 'v1',
     localListVersion: () => 'v1',
   }
-  // The pages call only these four members of the service.
+  // The pages call only these three members of the service.
   return { service: source as unknown as SignerService, reads, change: () => listener() }
 }
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { newId } from '../../src/ids.js'
 import { BatchWriter } from '../../src/store/batch-writer.js'
 import type { SessionRecord, Store } from '../../src/store/contract.js'
+import { identityRecord } from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
 function session(identityId: string, id = newId()): SessionRecord {
@@ -27,22 +28,7 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
 
   async function setup() {
     store = await openTestStore(kind)
-    const now = new Date().toISOString()
-    await store.transaction((tx) =>
-      tx.identities.insert({
-        id: 'alice',
-        name: 'alice',
-        externalId: null,
-        isAdmin: false,
-        isDefaultAdmin: false,
-        disabled: false,
-        authPolicyId: 'default',
-        roleAttributes: [],
-        tags: {},
-        createdAt: now,
-        updatedAt: now,
-      }),
-    )
+    await store.transaction((tx) => tx.identities.insert(identityRecord('alice')))
     const units = vi.spyOn(store, 'transaction')
     const writer = new BatchWriter<SessionRecord>(store, (tx, items) =>
       tx.sessions.insertMany(items),

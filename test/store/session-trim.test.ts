@@ -1,23 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { SessionRecord, Store } from '../../src/store/contract.js'
+import { identityRecord } from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
-
-function identity(id: string) {
-  const now = new Date().toISOString()
-  return {
-    id,
-    name: id,
-    externalId: null,
-    isAdmin: false,
-    isDefaultAdmin: false,
-    disabled: false,
-    authPolicyId: 'default',
-    roleAttributes: [],
-    tags: {},
-    createdAt: now,
-    updatedAt: now,
-  }
-}
 
 /** The n-th session of an identity, created n seconds after a fixed start. */
 function session(identityId: string, n: number): SessionRecord {
@@ -50,7 +34,7 @@ describe.each(STORES)('the session cap on %s', (kind) => {
       session('carol', 1),
     ]
     await store.transaction(async (tx) => {
-      for (const id of ['alice', 'bob', 'carol']) await tx.identities.insert(identity(id))
+      for (const id of ['alice', 'bob', 'carol']) await tx.identities.insert(identityRecord(id))
       await tx.sessions.insertMany(rows)
     })
     // Stored as given, arrays and nulls included.

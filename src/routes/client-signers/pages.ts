@@ -34,7 +34,7 @@ export class ClientSignerPages {
         ),
         meta: {},
       })
-    const version = await this.signers.listVersion()
+    const version = this.signers.localListVersion()
     if (version === undefined) return tagged(await build())
     const key = pageKey(q)
     return (key === DEFAULT_PAGE ? this.defaultPage : this.cache).get(key, version, build)
