@@ -23,6 +23,8 @@ interface Profile {
 }
 
 const load = process.argv[2] ?? 'client-list'
+/** How many distinct logins the login load sends (`BENCH_PROFILE_LOGINS`). */
+const LOGINS = Number(process.env.BENCH_PROFILE_LOGINS ?? 15000)
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-profile-'))
 process.env.BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${join(dir, 'prof')}`
 const ctrl = await startController(join(dir, 'profile.db'), { signers: 100 })
@@ -50,7 +52,7 @@ if (load === 'bare') {
   rps = (await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin })).rps
 } else if (load === 'login') {
   const fixture = await loginFixture(ctrl)
-  rps = (await distinctLogins(ctrl, await fixture.tokens('RS256', 15000))).rps
+  rps = (await distinctLogins(ctrl, await fixture.tokens('RS256', LOGINS))).rps
   fixture.close()
 } else {
   throw new Error(`unknown load ${load}: client-list, signer-list, identity-list or login`)
@@ -66,7 +68,11 @@ const self = new Map<number, number>()
 profile.samples.forEach((id, i) => {
   self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
 })
-const total = [...self.values()].reduce((a, b) => a + b, 0)
+// Shares of the busy time: the idle time between requests (and during setup) is left out.
+const idle = profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id)
+const total = [...self.entries()]
+  .filter(([id]) => !idle.includes(id))
+  .reduce((a, [, t]) => a + t, 0)
 const byFunction = new Map<string, number>()
 const byPlace = new Map<string, number>()
 for (const node of profile.nodes) {

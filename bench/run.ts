@@ -62,6 +62,26 @@ async function onlyPostgres(dir: string): Promise<void> {
   await bare.stop()
 }
 
+/** `BENCH_ONLY=login`: goals 2 and 4 (SQLite login and secondary factor) alone. */
+async function onlyLogin(dir: string): Promise<void> {
+  const sqlite = await startController(join(dir, 'bench.db'), { signers: 100 })
+  const fixture = await loginFixture(sqlite)
+  goals.ratio(
+    '2. RS256 login, distinct tokens / sequential jwtVerify',
+    await benchLogin(sqlite, fixture),
+    0.7,
+    'lowest',
+  )
+  goals.ratio(
+    '4. secondary factor / same route without',
+    await benchSecondary(sqlite.base, sqlite.call, sqlite.pid),
+    0.9,
+    'lowest',
+  )
+  fixture.close()
+  await sqlite.stop()
+}
+
 async function everything(dir: string): Promise<void> {
   const bare = await startBare()
   const baseline = bare.baseline
@@ -121,9 +141,11 @@ async function main(): Promise<void> {
   const parts: Record<string, (dir: string) => Promise<void>> = {
     'token-rules': onlyTokenRules,
     postgres: onlyPostgres,
+    login: onlyLogin,
   }
   const run = only === undefined ? everything : parts[only]
-  if (!run) throw new Error(`BENCH_ONLY=${only}: use token-rules or postgres, or leave it unset`)
+  if (!run)
+    throw new Error(`BENCH_ONLY=${only}: use token-rules, postgres or login, or leave it unset`)
   const dir = mkdtempSync(join(tmpdir(), 'ctrl-bench-'))
   try {
     await run(dir)

@@ -46,7 +46,7 @@ export class SessionRepository {
   private readonly countStmt
   private readonly withSessionsStmt
   private readonly allStmt
-  private readonly trimStmt
+  private readonly overCapStmt
   private readonly exceptStmt
 
   constructor(db: Db) {
@@ -73,11 +73,12 @@ export class SessionRepository {
     )
     this.deleteExpiredStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE expires_at < ?')
     this.allStmt = db.prepare<[], SessionRow>('SELECT * FROM api_sessions')
-    this.trimStmt = db.prepare<[string, number], { id: string }>(
-      `DELETE FROM api_sessions WHERE id IN (
-         SELECT id FROM api_sessions WHERE identity_id = ?
-         ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)
-       RETURNING id`,
+    // The sessions past the cap are read first and deleted by id: a DELETE whose WHERE holds
+    // this subquery costs 30-60 µs even when it finds nothing (a login's usual case), this
+    // read about 4 µs.
+    this.overCapStmt = db.prepare<[string, number], { id: string }>(
+      `SELECT id FROM api_sessions WHERE identity_id = ?
+       ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?`,
     )
     this.exceptStmt = db.prepare<[string, string], { id: string }>(
       'DELETE FROM api_sessions WHERE identity_id = ? AND id <> ? RETURNING id',
@@ -88,10 +89,16 @@ export class SessionRepository {
     )
   }
 
+  /** Call inside a transaction: the read and the deletes are one unit. */
   trimForIdentities(identityIds: string[], keep: number): { id: string; identityId: string }[] {
-    return identityIds.flatMap((identityId) =>
-      this.trimStmt.all(identityId, keep).map((r) => ({ id: r.id, identityId })),
-    )
+    const ended: { id: string; identityId: string }[] = []
+    for (const identityId of identityIds) {
+      for (const { id } of this.overCapStmt.all(identityId, keep)) {
+        this.deleteStmt.run(id)
+        ended.push({ id, identityId })
+      }
+    }
+    return ended
   }
 
   deleteForIdentityExcept(identityId: string, keepId: string): string[] {
