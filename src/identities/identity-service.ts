@@ -94,9 +94,11 @@ export class IdentityService {
       }
     })
     // Missed changes (the notification connection went down) or caches to reread (it is back).
+    // (A change heard from another instance arrives on the change bus above: an identity change
+    // empties `known` there, and sessions opened elsewhere, every login, leave it alone.)
     store.onFeed((event) => {
-      this.known.clear()
       if (event.type === 'change') return
+      this.known.clear()
       this.pages.clear()
       for (const listener of this.listListeners) listener()
     })

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login } from '../helpers/app.js'
+import { makeCert } from '../helpers/certs.js'
+import { signJwt } from '../helpers/jwt.js'
 import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -96,5 +98,56 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
       expect(await current(b, token)).toBe(200)
     }
     expect(await current(a, token)).toBe(200)
+  })
+
+  it("keeps the identities it read for JWT logins through other instances' logins, and forgets one changed through B", async () => {
+    const { url, a, b } = await twoInstances()
+    const adminB = caller(b, await login(b))
+    const cert = await makeCert()
+    const issuer = 'https://idp.cluster.example'
+    await adminB('POST', '/edge/management/v1/external-jwt-signers', {
+      name: 'cluster idp',
+      enabled: true,
+      issuer,
+      audience: 'ziti',
+      certPem: cert.certPem,
+      kid: 'k1',
+    })
+    const alice = (await adminB('POST', I, { name: 'alice' })).json().data.id as string
+    const bob = (await adminB('POST', I, { name: 'bob' })).json().data.id as string
+    await adminB('PUT', `${I}/${bob}/password`, { password: 'bob-password-1' })
+    const jwtLogin = async () =>
+      (
+        await a.inject({
+          method: 'POST',
+          url: '/edge/client/v1/authenticate?method=ext-jwt',
+          headers: {
+            authorization: `Bearer ${await signJwt(cert.privateKey, { iss: issuer, aud: 'ziti', sub: alice }, { kid: 'k1' })}`,
+          },
+        })
+      ).statusCode
+    await within(1000, async () => expect(await jwtLogin()).toBe(200)) // A has heard of the signer
+
+    // Disabled behind every instance's back (no notification): A goes on with the record it keeps.
+    const db = new pg.Client({ connectionString: url })
+    await db.connect()
+    try {
+      await db.query('UPDATE identities SET disabled = true WHERE id = $1', [alice])
+    } finally {
+      await db.end()
+    }
+    // Logins through B are announced to A (its identity list shows bob's new session) and leave
+    // what A keeps of alice alone: before, every notification made A read its identities again.
+    const adminA = caller(a, await login(a))
+    const bobOnA = async () =>
+      (await adminA('GET', `${I}?filter=${encodeURIComponent('name = "bob"')}`)).json().data[0]
+    expect((await bobOnA()).hasApiSession).toBe(false)
+    await login(b, 'bob', 'bob-password-1')
+    await within(1000, async () => expect((await bobOnA()).hasApiSession).toBe(true))
+    expect(await jwtLogin()).toBe(200)
+
+    // A change of alice announced through B: A reads her again, disabled.
+    await adminB('PATCH', `${I}/${alice}`, { name: 'alice-2' })
+    await within(1000, async () => expect(await jwtLogin()).toBe(401))
   })
 })
