@@ -14,6 +14,10 @@ export function openDatabase(path: string, log?: MigrationLog): Db {
     if (path !== ':memory:') db.pragma('journal_mode = WAL')
     db.pragma('foreign_keys = ON')
     db.pragma('synchronous = NORMAL')
+    // The WAL is copied back into the file (a checkpoint, with its fsyncs) every 10,000 pages
+    // (40 MB) instead of every 1,000: each index page a login dirties is then copied once per many
+    // commits instead of once per few, about a third of a login's commit cost.
+    if (path !== ':memory:') db.pragma('wal_autocheckpoint = 10000')
     migrate(db, log)
   } catch (err) {
     db.close()
