@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { measure } from './common.js'
 import { startController } from './controller.js'
+import { benchDatabase, dropDatabase } from './databases.js'
 import { distinctLogins, loginFixture } from './login.js'
 import { freePort, startProcess } from './processes.js'
 
@@ -20,6 +21,7 @@ interface Profile {
   nodes: ProfileNode[]
   samples: number[]
   timeDeltas: number[]
+  startTime: number
 }
 
 const load = process.argv[2] ?? 'client-list'
@@ -27,12 +29,28 @@ const load = process.argv[2] ?? 'client-list'
 const LOGINS = Number(process.env.BENCH_PROFILE_LOGINS ?? 15000)
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-profile-'))
 process.env.BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${join(dir, 'prof')}`
-const ctrl = await startController(join(dir, 'profile.db'), { signers: 100 })
+// `BENCH_PROFILE_DB=postgres`: the controller on a database of its own on the local server.
+const onPostgres = process.env.BENCH_PROFILE_DB === 'postgres'
+const pgUrl = onPostgres ? await benchDatabase('ctrl_bench_profile') : undefined
+if (onPostgres && !pgUrl) throw new Error('BENCH_PROFILE_DB=postgres: no PostgreSQL server')
+const ctrl = await startController(pgUrl ?? join(dir, 'profile.db'), { signers: 100 })
 for (let i = 0; i < 20; i++) {
   await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
 }
 const session = await ctrl.adminSession()
 const admin = () => ({ 'zt-session': session })
+/**
+ * Runs the load and notes when it ran: only the profile's samples of that time are counted (not the
+ * start-up or the seeding). V8 stamps samples with the monotonic clock that `process.hrtime` reads,
+ * one clock for every process of the machine.
+ */
+let window: [number, number] = [0, Number.POSITIVE_INFINITY]
+async function timed(load: () => Promise<{ rps: number }>): Promise<number> {
+  const start = Number(process.hrtime.bigint() / 1000n)
+  const { rps } = await load()
+  window = [start, Number(process.hrtime.bigint() / 1000n)]
+  return rps
+}
 let rps: number
 if (load === 'bare') {
   // The baseline's own profile, for comparison: the controller above only idles meanwhile.
@@ -41,23 +59,26 @@ if (load === 'bare') {
   const bare = await startProcess(join(import.meta.dirname, 'bare-server.js'), url, '/hello', {
     PORT: String(port),
   })
-  rps = (await measure(`${url}/hello`)).rps
+  rps = await timed(() => measure(`${url}/hello`))
   await bare.stop()
 } else if (load === 'client-list') {
-  rps = (await measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`)).rps
+  rps = await timed(() => measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`))
 } else if (load === 'signer-list') {
-  rps = (await measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }))
-    .rps
+  rps = await timed(() =>
+    measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }),
+  )
 } else if (load === 'identity-list') {
-  rps = (await measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin })).rps
+  rps = await timed(() => measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }))
 } else if (load === 'login') {
   const fixture = await loginFixture(ctrl)
-  rps = (await distinctLogins(ctrl, await fixture.tokens('RS256', LOGINS))).rps
+  const tokens = await fixture.tokens('RS256', LOGINS)
+  rps = await timed(() => distinctLogins(ctrl, tokens))
   fixture.close()
 } else {
   throw new Error(`unknown load ${load}: client-list, signer-list, identity-list or login`)
 }
 await ctrl.stop()
+if (onPostgres) await dropDatabase('ctrl_bench_profile')
 
 const file = readdirSync(join(dir, 'prof'))
   .sort()
@@ -65,8 +86,11 @@ const file = readdirSync(join(dir, 'prof'))
 if (file === undefined) throw new Error('no profile was written')
 const profile = JSON.parse(readFileSync(join(dir, 'prof', file), 'utf8')) as Profile
 const self = new Map<number, number>()
+let at = profile.startTime
 profile.samples.forEach((id, i) => {
-  self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+  const delta = profile.timeDeltas[i] ?? 0
+  at += delta
+  if (at >= window[0] && at <= window[1]) self.set(id, (self.get(id) ?? 0) + delta)
 })
 // Shares of the busy time: the idle time between requests (and during setup) is left out.
 const idle = profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id)

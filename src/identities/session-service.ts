@@ -80,13 +80,20 @@ export class SessionService {
     // past the cap (two statements for all the identities of the batch).
     const max = options.maxPerIdentity
     this.writer = new BatchWriter(options.store, async (tx, batch) => {
-      await tx.sessions.insertMany(batch.map((b) => b.session))
-      await tx.audit.insertMany(batch.map((b) => b.event))
-      // Other instances' identity pages show whether an identity has a session.
-      await tx.publish(SESSIONS_CHANGED)
-      if (max === undefined) return
+      // Issued together, run in this order (PostgreSQL: written in one round trip).
+      const inserted = Promise.all([
+        tx.sessions.insertMany(batch.map((b) => b.session)),
+        tx.audit.insertMany(batch.map((b) => b.event)),
+        // Other instances' identity pages show whether an identity has a session.
+        tx.publish(SESSIONS_CHANGED),
+      ])
+      if (max === undefined) {
+        await inserted
+        return
+      }
       const identityIds = [...new Set(batch.map((b) => b.session.identityId))]
-      const ended = await tx.sessions.trimForIdentities(identityIds, max)
+      const trimmed = tx.sessions.trimForIdentities(identityIds, max)
+      const [, ended] = await Promise.all([inserted, trimmed])
       for (const { id } of ended) this.forget(id)
       // Other instances forget what they keep of these identities' sessions, and reread.
       for (const id of new Set(ended.map((e) => e.identityId))) {

@@ -53,8 +53,8 @@ export function clientConfig(s: PgSettings): pg.ClientConfig {
 const statementSent = channel(STATEMENT_CHANNEL)
 
 /**
- * A pool client that announces every statement it is given (each is one round trip to the server)
- * on STATEMENT_CHANNEL: the metrics count them; without a subscriber it costs one check.
+ * A pool client that announces every statement it is given (one round trip each, unless pipelined
+ * behind another) on STATEMENT_CHANNEL: the metrics count them; without a subscriber it costs one check.
  */
 class CountingClient extends pg.Client {}
 const send = pg.Client.prototype.query
@@ -70,6 +70,10 @@ export function createPool(s: PgSettings): pg.Pool {
     max: s.poolSize,
     idleTimeoutMillis: 30_000,
     Client: CountingClient,
+    // A unit of work's statements that do not wait on each other's answers (its BEGIN and first
+    // statement, a login batch's inserts and trim) are written together: one round trip, not one
+    // each. The server runs them in the order sent; each still has its own answer or error.
+    pipeline: true,
   })
   // An idle client that loses its server emits here; the pool drops it and makes a new one later.
   pool.on('error', () => {})

@@ -114,8 +114,11 @@ export class PgStore implements Store {
       throw mapPgError(err)
     }
     let broken = false
+    // Pipelined with the unit of work's first statement: no round trip of its own. Only a lost
+    // connection fails a BEGIN, and then every statement written behind it fails too.
+    const begun = client.query('BEGIN')
+    begun.catch(() => {}) // awaited below, after the work that was written behind it
     try {
-      await client.query('BEGIN')
       const notices: string[] = []
       const tx: UnitOfWork = {
         ...repositories(client),
@@ -125,6 +128,7 @@ export class PgStore implements Store {
         },
       }
       const result = await work(tx)
+      await begun
       await client.query(commitWith(notices))
       return result
     } catch (err) {

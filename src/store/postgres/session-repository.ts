@@ -128,11 +128,14 @@ export class PgSessionRepository implements SessionRepository {
   ): Promise<{ id: string; identityId: string }[]> {
     if (identityIds.length === 0) return []
     const ids = [...new Set(identityIds)].sort()
-    await this.run(
+    // The DELETE is written right behind the locks (one round trip): the server takes them first,
+    // and the DELETE's snapshot, taken when it starts, sees every login committed before that.
+    const locked = this.run(
       'SELECT pg_advisory_xact_lock($1, hashtext(i)) FROM unnest($2::text[]) AS i ORDER BY i',
       [SESSION_CAP_LOCK, ids],
       'sessions-trim-lock',
     )
+    locked.catch(() => {}) // awaited below; a failed lock fails the DELETE behind it too
     const sql = `DELETE FROM api_sessions WHERE id IN (
         SELECT past.id FROM unnest($1::text[]) AS i(identity_id)
         CROSS JOIN LATERAL (
@@ -140,6 +143,7 @@ export class PgSessionRepository implements SessionRepository {
           ORDER BY created_at DESC, id DESC OFFSET $2) past)
       RETURNING id, identity_id`
     const res = await this.run(sql, [ids, keep], 'sessions-trim')
+    await locked
     // RETURNING id, identity_id
     return (res.rows as { id: string; identity_id: string }[]).map((r) => ({
       id: r.id,
