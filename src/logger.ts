@@ -66,3 +66,40 @@ export function redaction(): Pick<PinoOptions, 'redact' | 'formatters'> {
 export function loggerOptions(level: LogLevel): PinoOptions {
   return { level, ...redaction() }
 }
+
+/** Where `turnBuffered` sends its text: pino's synchronous destination (`pino.destination`). */
+export interface LineSink {
+  write(text: string): unknown
+  flushSync(): void
+}
+
+/** Lines kept at most before they are written without waiting for the end of the turn. */
+const MAX_PENDING_LINES = 512
+
+/**
+ * A pino stream that writes the lines of one event-loop turn together, in one write to `sink`, as
+ * soon as the turn's I/O callbacks have run (`setImmediate`): a group commit that answers ten
+ * logins logs twenty lines, and wrote them one system call each (5% of a login's CPU). A line
+ * waits less than a millisecond; `flushSync` (shutdown, a fatal error) writes what is pending.
+ */
+export function turnBuffered(sink: LineSink): LineSink {
+  let pending: string[] = []
+  const flush = () => {
+    if (pending.length === 0) return
+    const text = pending.join('')
+    pending = []
+    sink.write(text)
+  }
+  return {
+    write(line: string) {
+      const n = pending.push(line)
+      if (n === 1) setImmediate(flush)
+      else if (n >= MAX_PENDING_LINES) flush()
+      return true
+    },
+    flushSync() {
+      flush()
+      sink.flushSync()
+    },
+  }
+}

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { describe, expect, it } from 'vitest'
-import { NESTED_SECRET_KEYS, redaction, redactNested } from '../src/logger.js'
+import { NESTED_SECRET_KEYS, redaction, redactNested, turnBuffered } from '../src/logger.js'
 
 /** A pino logger with the controller's redaction, writing its lines into an array. */
 function capture() {
@@ -80,5 +80,64 @@ describe('log redaction', () => {
     expect(out.body).toEqual({ password: '[redacted]' })
     expect(input.body).toBe(body)
     expect(body.password).toBe('p')
+  })
+})
+
+describe('turnBuffered log output', () => {
+  /** A sink that records each write it is given, and each flushSync. */
+  function sink() {
+    const writes: string[] = []
+    let flushes = 0
+    return {
+      writes,
+      flushes: () => flushes,
+      write: (text: string) => writes.push(text),
+      flushSync: () => {
+        flushes++
+      },
+    }
+  }
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+  it('writes the lines of one turn together, in order, once the turn is over', async () => {
+    const out = sink()
+    const log = pino({ level: 'info', base: null, timestamp: false }, turnBuffered(out))
+    log.info('one')
+    log.info('two')
+    log.warn('three')
+    expect(out.writes).toEqual([]) // nothing written within the turn
+    await nextTurn()
+    expect(out.writes).toHaveLength(1)
+    expect(
+      (out.writes[0] as string)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).msg),
+    ).toEqual(['one', 'two', 'three'])
+    log.info('four') // a later turn: a write of its own
+    await nextTurn()
+    expect(out.writes.map((w) => w.split('\n').filter(Boolean).length)).toEqual([3, 1])
+  })
+
+  it('flushSync writes what is pending at once, then flushes the sink', async () => {
+    const out = sink()
+    const stream = turnBuffered(out)
+    stream.write('a\n')
+    stream.write('b\n')
+    stream.flushSync()
+    expect(out.writes).toEqual(['a\nb\n'])
+    expect(out.flushes()).toBe(1)
+    await nextTurn()
+    expect(out.writes).toEqual(['a\nb\n']) // nothing written twice
+  })
+
+  it('does not hold more than 512 lines: a long turn writes as it goes', async () => {
+    const out = sink()
+    const stream = turnBuffered(out)
+    for (let i = 0; i < 1200; i++) stream.write(`${i}\n`)
+    expect(out.writes).toHaveLength(2) // 512 + 512 lines, 176 pending
+    await nextTurn()
+    const all = out.writes.join('').split('\n').filter(Boolean)
+    expect(all).toEqual(Array.from({ length: 1200 }, (_, i) => String(i)))
   })
 })
