@@ -87,7 +87,7 @@ function print(rows: Inputs[], stats: DatabaseStats, db: string): void {
   const seen = rows.reduce((n, r) => n + r.backends.seen, 0)
   const ended = rows.reduce((n, r) => n + r.backends.ended, 0)
   console.log(
-    '  statements: ctrl_db_statements_total (each a round trip of the pool); transactions: pg_stat_database.xact_commit' +
+    '  statements: ctrl_db_statements_total (of the pool; pipelined statements share a round trip); transactions: pg_stat_database.xact_commit' +
       ` (rollbacks: ${rows.map((r) => r.rollbacks.toFixed(3)).join(', ')});`,
   )
   console.log(
