@@ -79,27 +79,28 @@ export class SessionService {
     // A login's audit event commits with its session; so does the end of the sessions it pushes
     // past the cap (two statements for all the identities of the batch).
     const max = options.maxPerIdentity
-    this.writer = new BatchWriter(options.store, async (tx, batch) => {
-      // Issued together, run in this order (PostgreSQL: written in one round trip).
-      const inserted = Promise.all([
-        tx.sessions.insertMany(batch.map((b) => b.session)),
-        tx.audit.insertMany(batch.map((b) => b.event)),
-        // Other instances' identity pages show whether an identity has a session.
-        tx.publish(SESSIONS_CHANGED),
-      ])
-      if (max === undefined) {
-        await inserted
-        return
-      }
-      const identityIds = [...new Set(batch.map((b) => b.session.identityId))]
-      const trimmed = tx.sessions.trimForIdentities(identityIds, max)
-      const [, ended] = await Promise.all([inserted, trimmed])
-      for (const { id } of ended) this.forget(id)
-      // Other instances forget what they keep of these identities' sessions, and reread.
-      for (const id of new Set(ended.map((e) => e.identityId))) {
-        await tx.publish({ entity: 'identity-sessions', op: 'delete', id })
-      }
-    })
+    this.writer = new BatchWriter(
+      options.store,
+      async (tx, batch) => {
+        // Issued together, run in this order (PostgreSQL: written in one round trip).
+        const inserted = Promise.all([
+          tx.sessions.insertMany(batch.map((b) => b.session)),
+          tx.audit.insertMany(batch.map((b) => b.event)),
+          // Other instances' identity pages show whether an identity has a session.
+          tx.publish(SESSIONS_CHANGED),
+        ])
+        if (max === undefined) {
+          await inserted
+          return
+        }
+        const identityIds = [...new Set(batch.map((b) => b.session.identityId))]
+        const trimmed = tx.sessions.trimForIdentities(identityIds, max)
+        // The trim tells other instances of the identities it ended sessions of (see the contract).
+        const [, ended] = await Promise.all([inserted, trimmed])
+        for (const { id } of ended) this.forget(id)
+      },
+      { issuedAtOnce: true },
+    )
   }
 
   /** Commits every login still waiting for its group commit (before the store closes). */

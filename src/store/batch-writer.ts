@@ -1,4 +1,4 @@
-import type { Store, UnitOfWork } from './contract.js'
+import type { Store, TransactionOptions, UnitOfWork } from './contract.js'
 
 interface Pending<T> {
   item: T
@@ -30,6 +30,7 @@ export class BatchWriter<T> {
   constructor(
     private readonly store: Store,
     private readonly write: (tx: UnitOfWork, items: T[]) => Promise<void>,
+    private readonly options: TransactionOptions = {},
   ) {}
 
   /** Resolves when the item is committed; rejects with the error its own write raised. */
@@ -69,18 +70,20 @@ export class BatchWriter<T> {
 
   private async flush(batch: Pending<T>[]): Promise<void> {
     try {
-      await this.store.transaction((tx) =>
-        this.write(
-          tx,
-          batch.map((p) => p.item),
-        ),
+      await this.store.transaction(
+        (tx) =>
+          this.write(
+            tx,
+            batch.map((p) => p.item),
+          ),
+        this.options,
       )
       for (const p of batch) p.resolve()
     } catch {
       // One bad item must not fail the others: retry each in a unit of work of its own.
       for (const p of batch) {
         try {
-          await this.store.transaction((tx) => this.write(tx, [p.item]))
+          await this.store.transaction((tx) => this.write(tx, [p.item]), this.options)
           p.resolve()
         } catch (err) {
           p.reject(err)

@@ -283,7 +283,9 @@ export interface SessionRepository {
   countForIdentity(identityId: string): Promise<number>
   /**
    * Ends each identity's sessions beyond its `keep` newest (by creation), for every identity of a
-   * login batch at once; resolves with the sessions ended.
+   * login batch at once; resolves with the sessions ended. Other instances are told of each
+   * identity whose sessions it ended (`identity-sessions`, `delete`) by the statement itself, so
+   * that nothing waits on its answer before the COMMIT.
    */
   trimForIdentities(
     identityIds: string[],
@@ -389,13 +391,22 @@ export interface IntegrityFacts {
   }[]
 }
 
+export interface TransactionOptions {
+  /**
+   * `work` issues every statement, and publishes every change, before its first `await`: the
+   * COMMIT may be written right behind them (PostgreSQL: the whole unit of work in one round
+   * trip). PostgreSQL refuses a statement issued later (what was issued before may have committed).
+   */
+  issuedAtOnce?: boolean
+}
+
 /** The persistent store: SQLite for one process, PostgreSQL for several instances. */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres'
   /** Repositories outside any unit of work (each call its own statement). */
   readonly repos: Repositories
   /** Runs `work` atomically: it commits when `work` resolves and rolls back when it throws. */
-  transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T>
+  transaction<T>(work: (tx: UnitOfWork) => Promise<T>, options?: TransactionOptions): Promise<T>
   /** Resolves when the database answers, rejects when it does not. */
   ping(): Promise<void>
   /** Subscribes to other instances' changes and to staleness; SQLite never calls the listener. */

@@ -54,4 +54,49 @@ describe.each(STORES)('the session cap on %s', (kind) => {
     expect(left).toEqual(['alice-4', 'alice-5', 'bob-2', 'bob-3', 'carol-1'])
     expect(await store.transaction((tx) => tx.sessions.trimForIdentities([], 2))).toEqual([])
   })
+
+  it('issuedAtOnce: commits what the work issued at once, and rolls all of it back when one statement fails', async () => {
+    store = await openTestStore(kind)
+    await store.transaction(async (tx) => tx.identities.insert(identityRecord('alice')))
+    const batch = (rows: SessionRecord[]) =>
+      store.transaction(
+        async (tx) => {
+          const [, ended] = await Promise.all([
+            tx.sessions.insertMany(rows),
+            tx.sessions.trimForIdentities(['alice'], 2),
+          ])
+          return ended
+        },
+        { issuedAtOnce: true },
+      )
+    expect(await batch([1, 2, 3].map((n) => session('alice', n)))).toEqual([
+      { id: 'alice-1', identityId: 'alice' },
+    ])
+    // The second row names no identity: the foreign key refuses it, and nothing of the batch stays.
+    await expect(batch([session('alice', 4), session('nobody', 1)])).rejects.toThrow()
+    expect((await store.repos.sessions.all()).map((s) => s.id).sort()).toEqual([
+      'alice-2',
+      'alice-3',
+    ])
+    // The store is usable afterwards (PostgreSQL: the connection went back to the pool clean).
+    expect(await batch([session('alice', 5)])).toEqual([{ id: 'alice-2', identityId: 'alice' }])
+  })
+
+  it.runIf(kind === 'postgres')(
+    'issuedAtOnce: a statement issued after an await is refused, not run outside the transaction',
+    async () => {
+      store = await openTestStore(kind)
+      await store.transaction(async (tx) => tx.identities.insert(identityRecord('alice')))
+      await expect(
+        store.transaction(
+          async (tx) => {
+            await tx.sessions.insertMany([session('alice', 1)])
+            await tx.sessions.insertMany([session('alice', 2)]) // too late: the COMMIT is written
+          },
+          { issuedAtOnce: true },
+        ),
+      ).rejects.toThrow('statement issued after the COMMIT of its unit of work')
+      expect((await store.repos.sessions.all()).map((s) => s.id)).toEqual(['alice-1'])
+    },
+  )
 })

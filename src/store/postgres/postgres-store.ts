@@ -9,6 +9,7 @@ import type {
   Repositories,
   Store,
   StoreChange,
+  TransactionOptions,
   UnitOfWork,
 } from '../contract.js'
 import type { Migration, MigrationLog } from '../migrations.js'
@@ -22,7 +23,7 @@ import { pgIntegrityFacts, snapshotRefused } from './integrity.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
-import { PgSessionRepository } from './session-repository.js'
+import { NOTICE_ID, PgSessionRepository, type SessionCapNotice } from './session-repository.js'
 import { PgSignerRepository } from './signer-repository.js'
 
 /**
@@ -36,12 +37,12 @@ function commitWith(notices: string[]): string {
   return `SELECT ${calls.join(', ')}; COMMIT`
 }
 
-function repositories(db: Queryable): Repositories {
+function repositories(db: Queryable, capNotice: SessionCapNotice): Repositories {
   return {
     signers: new PgSignerRepository(db),
     identities: new PgIdentityRepository(db),
     policies: new PgAuthPolicyRepository(db),
-    sessions: new PgSessionRepository(db),
+    sessions: new PgSessionRepository(db, capNotice),
     audit: new PgAuditRepository(db),
     loginFailures: new PgLoginFailureRepository(db),
     controllers: new PgControllerRepository(db),
@@ -61,14 +62,23 @@ export class PgStore implements Store {
   readonly kind = 'postgres'
   readonly repos: Repositories
   private readonly listener: ChangeListener
+  private readonly capNotice: SessionCapNotice
 
   private constructor(
     private readonly pool: pg.Pool,
     settings: PgSettings,
     log: OpenPgOptions['log'],
   ) {
-    this.repos = repositories(pool)
     this.listener = new ChangeListener(settings, randomUUID(), log)
+    this.capNotice = {
+      channel: CHANNEL,
+      template: this.listener.payload({
+        entity: 'identity-sessions',
+        op: 'delete',
+        id: JSON.parse(NOTICE_ID) as string, // the id's place, filled in by the statement
+      }),
+    }
+    this.repos = repositories(pool, this.capNotice)
   }
 
   /** Waits for the server (CTRL_DB_CONNECT_TIMEOUT), migrates under the lock and starts listening. */
@@ -106,7 +116,10 @@ export class PgStore implements Store {
     this.listener.on(listener)
   }
 
-  async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    work: (tx: UnitOfWork) => Promise<T>,
+    options: TransactionOptions = {},
+  ): Promise<T> {
     let client: pg.PoolClient
     try {
       client = await this.pool.connect()
@@ -118,15 +131,27 @@ export class PgStore implements Store {
     // connection fails a BEGIN, and then every statement written behind it fails too.
     const begun = client.query('BEGIN')
     begun.catch(() => {}) // awaited below, after the work that was written behind it
+    // Once the COMMIT is written, nothing more may join the unit of work (`issuedAtOnce`).
+    let closed = false
+    const refused = () => new Error('statement issued after the COMMIT of its unit of work')
+    const db = {
+      query: (...args: unknown[]) =>
+        closed ? Promise.reject(refused()) : Reflect.apply(client.query, client, args),
+    } as Queryable // the client's own query, whichever overload the repository called
     try {
       const notices: string[] = []
       const tx: UnitOfWork = {
-        ...repositories(client),
+        ...repositories(db, this.capNotice),
         // Sent with the COMMIT (NOTIFY is delivered at commit anyway): no round trip of its own.
         publish: async (change: StoreChange) => {
+          if (closed) throw refused()
           notices.push(this.listener.payload(change))
         },
       }
+      if (options.issuedAtOnce)
+        return await this.commitBehind(client, work(tx), notices, begun, () => {
+          closed = true
+        })
       const result = await work(tx)
       await begun
       await client.query(commitWith(notices))
@@ -139,6 +164,37 @@ export class PgStore implements Store {
     } finally {
       client.release(broken)
     }
+  }
+
+  /**
+   * `issuedAtOnce`: the COMMIT is written right behind the statements `working` has issued, so the
+   * unit of work is one round trip. When one of them fails the transaction is aborted, and the
+   * server answers that COMMIT with ROLLBACK: the failure is the work's own error.
+   */
+  private async commitBehind<T>(
+    client: pg.PoolClient,
+    working: Promise<T>,
+    notices: string[],
+    begun: Promise<unknown>,
+    close: () => void,
+  ): Promise<T> {
+    close()
+    const committed = client.query(commitWith(notices)) as Promise<
+      pg.QueryResult | pg.QueryResult[]
+    >
+    committed.catch(() => {}) // awaited below in either case
+    let result: T
+    try {
+      result = await working
+    } catch (err) {
+      await committed.catch(() => {})
+      throw err
+    }
+    await begun
+    const answer = await committed
+    const last = Array.isArray(answer) ? answer[answer.length - 1] : answer
+    if (last?.command !== 'COMMIT') throw new Error(`the unit of work ended in ${last?.command}`)
+    return result
   }
 
   async ping(): Promise<void> {

@@ -39,9 +39,22 @@ const INSERT_MANY = `INSERT INTO api_sessions (id, token_hash, legacy_token, ide
 // The first key of the per-identity trim lock (the two-key form: apart from single-key locks).
 const SESSION_CAP_LOCK = 0x73657373 // "sess"
 
+/** The id in a `SessionCapNotice` template, as JSON text: the statement puts each identity's there. */
+export const NOTICE_ID = '"@identity@"'
+
+/** How the trim tells other instances of an identity whose sessions it ended. */
+export interface SessionCapNotice {
+  channel: string
+  /** The notification's payload, NOTICE_ID standing for the identity's id (JSON text). */
+  template: string
+}
+
 /** Persistence of API sessions on PostgreSQL. */
 export class PgSessionRepository implements SessionRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly capNotice: SessionCapNotice,
+  ) {}
 
   private async run(text: string, values: unknown[], name?: string) {
     try {
@@ -136,13 +149,25 @@ export class PgSessionRepository implements SessionRepository {
       'sessions-trim-lock',
     )
     locked.catch(() => {}) // awaited below; a failed lock fails the DELETE behind it too
-    const sql = `DELETE FROM api_sessions WHERE id IN (
-        SELECT past.id FROM unnest($1::text[]) AS i(identity_id)
-        CROSS JOIN LATERAL (
-          SELECT id FROM api_sessions s WHERE s.identity_id = i.identity_id
-          ORDER BY created_at DESC, id DESC OFFSET $2) past)
-      RETURNING id, identity_id`
-    const res = await this.run(sql, [ids, keep], 'sessions-trim')
+    // One notification per identity whose sessions ended, sent by the statement itself (delivered
+    // at COMMIT, dropped on ROLLBACK): the COMMIT need not wait for this answer.
+    const sql = `WITH ended AS (
+        DELETE FROM api_sessions WHERE id IN (
+          SELECT past.id FROM unnest($1::text[]) AS i(identity_id)
+          CROSS JOIN LATERAL (
+            SELECT id FROM api_sessions s WHERE s.identity_id = i.identity_id
+            ORDER BY created_at DESC, id DESC OFFSET $2) past)
+        RETURNING id, identity_id),
+      told AS (
+        SELECT pg_notify($3, replace($4, $5, to_json(identity_id)::text))
+        FROM (SELECT DISTINCT identity_id FROM ended) AS d)
+      SELECT id, identity_id FROM ended WHERE (SELECT count(*) FROM told) >= 0`
+    const { channel, template } = this.capNotice
+    const res = await this.run(
+      sql,
+      [ids, keep, channel, template, NOTICE_ID],
+      'sessions-trim-notify',
+    )
     await locked
     // RETURNING id, identity_id
     return (res.rows as { id: string; identity_id: string }[]).map((r) => ({

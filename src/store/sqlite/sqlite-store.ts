@@ -1,4 +1,11 @@
-import type { FeedEvent, IntegrityFacts, Repositories, Store, UnitOfWork } from '../contract.js'
+import type {
+  FeedEvent,
+  IntegrityFacts,
+  Repositories,
+  Store,
+  TransactionOptions,
+  UnitOfWork,
+} from '../contract.js'
 import { AuditRepository } from './audit-repository.js'
 import { AuthPolicyRepository } from './auth-policy-repository.js'
 import { backupTo, integrityFacts, storageProblems } from './backup.js'
@@ -84,7 +91,11 @@ export class SqliteStore implements Store {
     // One process owns the file: there are no other instances to hear from.
   }
 
-  async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
+  // Statements run as they are issued here: `issuedAtOnce` changes nothing.
+  async transaction<T>(
+    work: (tx: UnitOfWork) => Promise<T>,
+    _options?: TransactionOptions,
+  ): Promise<T> {
     await this.mutex.lock()
     try {
       this.db.exec('BEGIN IMMEDIATE')
