@@ -9,7 +9,7 @@ import { benchDatabase, dropDatabase } from './databases.js'
 import { Goals } from './goals.js'
 import { certPage, lists, route, seedIdentities } from './lists.js'
 import { benchLists100k } from './lists-100k.js'
-import { benchLogin, loginFixture } from './login.js'
+import { benchLogin, type LoginFixture, loginFixture } from './login.js'
 import { benchMemory } from './memory.js'
 import { benchMetrics } from './metrics.js'
 import { benchPasswordFlood } from './password-flood.js'
@@ -62,22 +62,32 @@ async function onlyPostgres(dir: string): Promise<void> {
   await bare.stop()
 }
 
+/** Goal 2: RS256 login with distinct tokens against sequential jwtVerify, every round. */
+async function loginGoal(ctrl: Controller, fixture: LoginFixture): Promise<void> {
+  goals.ratio(
+    '2. RS256 login, distinct tokens / sequential jwtVerify',
+    await benchLogin(ctrl, fixture),
+    0.7,
+    'lowest',
+  )
+}
+
+/** Goal 4: the secondary factor against the same route without, every round. */
+async function secondaryGoal(ctrl: Controller): Promise<void> {
+  goals.ratio(
+    '4. secondary factor / same route without',
+    await benchSecondary(ctrl.base, ctrl.call, ctrl.pid),
+    0.9,
+    'lowest',
+  )
+}
+
 /** `BENCH_ONLY=login`: goals 2 and 4 (SQLite login and secondary factor) alone. */
 async function onlyLogin(dir: string): Promise<void> {
   const sqlite = await startController(join(dir, 'bench.db'), { signers: 100 })
   const fixture = await loginFixture(sqlite)
-  goals.ratio(
-    '2. RS256 login, distinct tokens / sequential jwtVerify',
-    await benchLogin(sqlite, fixture),
-    0.7,
-    'lowest',
-  )
-  goals.ratio(
-    '4. secondary factor / same route without',
-    await benchSecondary(sqlite.base, sqlite.call, sqlite.pid),
-    0.9,
-    'lowest',
-  )
+  await loginGoal(sqlite, fixture)
+  await secondaryGoal(sqlite)
   fixture.close()
   await sqlite.stop()
 }
@@ -101,23 +111,13 @@ async function everything(dir: string): Promise<void> {
   )
   await certs.stop()
   const fixture = await loginFixture(sqlite)
-  goals.ratio(
-    '2. RS256 login, distinct tokens / sequential jwtVerify',
-    await benchLogin(sqlite, fixture),
-    0.7,
-    'lowest',
-  )
+  await loginGoal(sqlite, fixture)
   goals.ratio(
     'JWT logins during a password flood / without (issue 29)',
     await benchPasswordFlood(sqlite, fixture),
     0.5,
   )
-  goals.ratio(
-    '4. secondary factor / same route without',
-    await benchSecondary(sqlite.base, sqlite.call, sqlite.pid),
-    0.9,
-    'lowest',
-  )
+  await secondaryGoal(sqlite)
   await tokenRules(sqlite)
 
   // PostgreSQL, against the bare route and the SQLite figures of the same run.

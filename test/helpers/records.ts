@@ -1,4 +1,4 @@
-import type { IdentityRecord } from '../../src/store/contract.js'
+import type { IdentityRecord, SessionRecord } from '../../src/store/contract.js'
 
 /** A stored identity as the store tests insert it: enabled, under the default policy. */
 export function identityRecord(id: string): IdentityRecord {
@@ -15,5 +15,28 @@ export function identityRecord(id: string): IdentityRecord {
     tags: {},
     createdAt: now,
     updatedAt: now,
+  }
+}
+
+/** A stored session of `identityId` as the store tests insert it, created and expiring at `at`. */
+export function sessionRecord(
+  identityId: string,
+  id: string,
+  at = new Date().toISOString(),
+  over: Partial<SessionRecord> = {},
+): SessionRecord {
+  return {
+    id,
+    tokenHash: Buffer.from(id.padEnd(32, 'x')),
+    legacyToken: false,
+    identityId,
+    authenticatorId: 'updb',
+    ipAddress: '127.0.0.1',
+    createdAt: at,
+    updatedAt: at,
+    lastActivityAt: at,
+    expiresAt: at,
+    hardExpiresAt: null,
+    ...over,
   }
 }

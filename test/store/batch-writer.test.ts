@@ -2,25 +2,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { newId } from '../../src/ids.js'
 import { BatchWriter } from '../../src/store/batch-writer.js'
 import type { SessionRecord, Store } from '../../src/store/contract.js'
-import { identityRecord } from '../helpers/records.js'
+import { identityRecord, sessionRecord } from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
-function session(identityId: string, id = newId()): SessionRecord {
-  const now = new Date().toISOString()
-  return {
-    id,
-    tokenHash: Buffer.from(id.padEnd(32, 'x')),
-    legacyToken: false,
-    identityId,
-    authenticatorId: 'updb',
-    ipAddress: '127.0.0.1',
-    createdAt: now,
-    updatedAt: now,
-    lastActivityAt: now,
-    expiresAt: now,
-    hardExpiresAt: null,
-  }
-}
+const session = (identityId: string, id = newId()) => sessionRecord(identityId, id)
 
 describe.each(STORES)('BatchWriter on %s', (kind) => {
   let store: Store

@@ -1,25 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { SessionRecord, Store } from '../../src/store/contract.js'
-import { identityRecord } from '../helpers/records.js'
+import { identityRecord, sessionRecord } from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
 /** The n-th session of an identity, created n seconds after a fixed start. */
 function session(identityId: string, n: number): SessionRecord {
   const at = new Date(Date.UTC(2026, 10, 25, 8, 0, n)).toISOString()
-  const id = `${identityId}-${n}`
-  return {
-    id,
-    tokenHash: Buffer.from(id.padEnd(32, 'x')),
-    legacyToken: false,
-    identityId,
-    authenticatorId: 'updb',
-    ipAddress: '127.0.0.1',
-    createdAt: at,
-    updatedAt: at,
-    lastActivityAt: at,
+  return sessionRecord(identityId, `${identityId}-${n}`, at, {
     expiresAt: '2099-01-01T00:00:00.000Z',
     hardExpiresAt: n % 2 ? at : null,
-  }
+  })
 }
 
 describe.each(STORES)('the session cap on %s', (kind) => {
