@@ -1,8 +1,7 @@
 import type { IdentityRecord, SessionRecord } from '../../src/store/contract.js'
 
 /** A stored identity as the store tests insert it: enabled, under the default policy. */
-export function identityRecord(id: string): IdentityRecord {
-  const now = new Date().toISOString()
+export function identityRecord(id: string, now = new Date().toISOString()): IdentityRecord {
   return {
     id,
     name: id,

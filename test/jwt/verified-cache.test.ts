@@ -8,6 +8,7 @@ import { SignerService } from '../../src/signers/signer-service.js'
 import { testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
+import { identityRecord } from '../helpers/records.js'
 import { openTestStore } from '../helpers/stores.js'
 
 let cert: TestCert
@@ -112,20 +113,7 @@ describe('ExternalJwtVerifier', () => {
       kid: 'k1',
     })
     const identities = store.repos.identities
-    const now = clock().toISOString()
-    const alice = {
-      id: 'alice',
-      name: 'alice',
-      externalId: null,
-      isAdmin: false,
-      isDefaultAdmin: false,
-      disabled: false,
-      authPolicyId: 'default',
-      roleAttributes: [],
-      tags: {},
-      createdAt: now,
-      updatedAt: now,
-    }
+    const alice = identityRecord('alice', clock().toISOString())
     await store.transaction((tx) => tx.identities.insert(alice))
     const fetcher = new JwksFetcher({
       policy: { allowHttp: true, blockPrivate: false },

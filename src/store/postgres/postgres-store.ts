@@ -148,10 +148,11 @@ export class PgStore implements Store {
           notices.push(this.listener.payload(change))
         },
       }
-      if (options.issuedAtOnce)
-        return await this.commitBehind(client, work(tx), notices, begun, () => {
-          closed = true
-        })
+      if (options.issuedAtOnce) {
+        const working = work(tx) // every statement is issued by now
+        closed = true
+        return await this.commitBehind(client, working, notices, begun)
+      }
       const result = await work(tx)
       await begun
       await client.query(commitWith(notices))
@@ -176,9 +177,7 @@ export class PgStore implements Store {
     working: Promise<T>,
     notices: string[],
     begun: Promise<unknown>,
-    close: () => void,
   ): Promise<T> {
-    close()
     const committed = client.query(commitWith(notices)) as Promise<
       pg.QueryResult | pg.QueryResult[]
     >
