@@ -1,8 +1,8 @@
 import { hash as digest, timingSafeEqual } from 'node:crypto'
-import { type AuditContext, type AuditEventRecord, AuditService } from '../audit/audit-service.js'
+import { type AuditContext, AuditService } from '../audit/audit-service.js'
 import { newId, newSecret } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
-import type { IdentityRecord, SessionRecord, Store } from '../store/contract.js'
+import type { IdentityRecord, LoginRecord, SessionRecord, Store } from '../store/contract.js'
 
 export type { SessionRecord }
 
@@ -32,11 +32,6 @@ export interface SessionServiceOptions {
   onChange?: (() => void) | undefined
 }
 
-interface PendingLogin {
-  session: SessionRecord
-  event: AuditEventRecord
-}
-
 /** The login method an authenticator stands for, as audit events name it. */
 function loginMethod(authenticatorId: string): string {
   return authenticatorId === 'updb' ? 'password' : 'ext-jwt'
@@ -61,7 +56,7 @@ function tokenKey(token: string): string {
 
 /** API sessions: random bearer tokens, stored only as hashes, expiring after idle time. */
 export class SessionService {
-  private readonly writer: BatchWriter<PendingLogin>
+  private readonly writer: BatchWriter<LoginRecord>
   private readonly audit: AuditService
   /** Live sessions by token hash (base64), and each kept session's key by session id. */
   private readonly kept: Map<string, SessionRecord> | undefined
@@ -76,31 +71,13 @@ export class SessionService {
     options.store.onFeed((event) => {
       if (event.type !== 'change') this.forgetAll()
     })
-    // A login's audit event commits with its session; so does the end of the sessions it pushes
-    // past the cap (two statements for all the identities of the batch).
+    // A login's audit event commits with its session, and so does the end of the sessions it
+    // pushes past the cap (PostgreSQL: one statement for the whole batch).
     const max = options.maxPerIdentity
-    this.writer = new BatchWriter(
-      options.store,
-      async (tx, batch) => {
-        // Issued together, run in this order (PostgreSQL: written in one round trip).
-        const inserted = Promise.all([
-          tx.sessions.insertMany(batch.map((b) => b.session)),
-          tx.audit.insertMany(batch.map((b) => b.event)),
-          // Other instances' identity pages show whether an identity has a session.
-          tx.publish(SESSIONS_CHANGED),
-        ])
-        if (max === undefined) {
-          await inserted
-          return
-        }
-        const identityIds = [...new Set(batch.map((b) => b.session.identityId))]
-        const trimmed = tx.sessions.trimForIdentities(identityIds, max)
-        // The trim tells other instances of the identities it ended sessions of (see the contract).
-        const [, ended] = await Promise.all([inserted, trimmed])
-        for (const { id } of ended) this.forget(id)
-      },
-      { issuedAtOnce: true },
-    )
+    this.writer = new BatchWriter(async (batch) => {
+      const ended = await options.store.recordLogins(batch, max)
+      for (const { id } of ended) this.forget(id)
+    })
   }
 
   /** Commits every login still waiting for its group commit (before the store closes). */

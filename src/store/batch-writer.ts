@@ -1,5 +1,3 @@
-import type { Store, TransactionOptions, UnitOfWork } from './contract.js'
-
 interface Pending<T> {
   item: T
   resolve: () => void
@@ -7,8 +5,8 @@ interface Pending<T> {
 }
 
 /**
- * Group commit: items written within a millisecond of each other share one unit of work (one multi-row
- * statement where the store can), and each caller's promise settles only once its item is
+ * Group commit: items written within a millisecond of each other share one write (one transaction,
+ * one statement where the store can), and each caller's promise settles only once its item is
  * committed (or failed). Under concurrent load this turns N commits into one without giving up
  * durability of anything already answered.
  *
@@ -27,11 +25,8 @@ export class BatchWriter<T> {
   private timer: NodeJS.Timeout | undefined
   private readonly inFlight = new Set<Promise<void>>()
 
-  constructor(
-    private readonly store: Store,
-    private readonly write: (tx: UnitOfWork, items: T[]) => Promise<void>,
-    private readonly options: TransactionOptions = {},
-  ) {}
+  /** `write` stores its items atomically: all of them or none. */
+  constructor(private readonly write: (items: T[]) => Promise<void>) {}
 
   /** Resolves when the item is committed; rejects with the error its own write raised. */
   add(item: T): Promise<void> {
@@ -70,20 +65,13 @@ export class BatchWriter<T> {
 
   private async flush(batch: Pending<T>[]): Promise<void> {
     try {
-      await this.store.transaction(
-        (tx) =>
-          this.write(
-            tx,
-            batch.map((p) => p.item),
-          ),
-        this.options,
-      )
+      await this.write(batch.map((p) => p.item))
       for (const p of batch) p.resolve()
     } catch {
       // One bad item must not fail the others: retry each in a unit of work of its own.
       for (const p of batch) {
         try {
-          await this.store.transaction((tx) => this.write(tx, [p.item]), this.options)
+          await this.write([p.item])
           p.resolve()
         } catch (err) {
           p.reject(err)

@@ -196,6 +196,18 @@ export interface AuditEventRecord {
   changedFields: string[]
 }
 
+/** A login to store: its session and its audit event (a group commit stores several at once). */
+export interface LoginRecord {
+  session: SessionRecord
+  event: AuditEventRecord
+}
+
+/** A session the session cap ended. */
+export interface EndedSession {
+  id: string
+  identityId: string
+}
+
 /** One controller instance of the controllers list, as stored. */
 export interface ControllerRecord {
   id: string
@@ -281,16 +293,6 @@ export interface SessionRepository {
   deleteForIdentity(identityId: string): Promise<number>
   deleteExpired(before: string): Promise<number>
   countForIdentity(identityId: string): Promise<number>
-  /**
-   * Ends each identity's sessions beyond its `keep` newest (by creation), for every identity of a
-   * login batch at once; resolves with the sessions ended. Other instances are told of each
-   * identity whose sessions it ended (`identity-sessions`, `delete`) by the statement itself, so
-   * that nothing waits on its answer before the COMMIT.
-   */
-  trimForIdentities(
-    identityIds: string[],
-    keep: number,
-  ): Promise<{ id: string; identityId: string }[]>
   /** Ends every session of an identity but one (a password change keeps the caller's own). */
   deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]>
   /** Which of these identities have at least one session (one query for a page of them). */
@@ -391,22 +393,21 @@ export interface IntegrityFacts {
   }[]
 }
 
-export interface TransactionOptions {
-  /**
-   * `work` issues every statement, and publishes every change, before its first `await`: the
-   * COMMIT may be written right behind them (PostgreSQL: the whole unit of work in one round
-   * trip). PostgreSQL refuses a statement issued later (what was issued before may have committed).
-   */
-  issuedAtOnce?: boolean
-}
-
 /** The persistent store: SQLite for one process, PostgreSQL for several instances. */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres'
   /** Repositories outside any unit of work (each call its own statement). */
   readonly repos: Repositories
   /** Runs `work` atomically: it commits when `work` resolves and rolls back when it throws. */
-  transaction<T>(work: (tx: UnitOfWork) => Promise<T>, options?: TransactionOptions): Promise<T>
+  transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T>
+  /**
+   * Stores a group commit of logins, all or none: each session with its audit event (events in the
+   * order given), then, when `keep` is set, ends each of their identities' sessions beyond its
+   * `keep` newest (by creation, whichever instance opened them); resolves with the sessions ended.
+   * Other instances are told that sessions were opened (`session`, `upsert`) and of each identity
+   * whose sessions were ended (`identity-sessions`, `delete`). PostgreSQL: one statement.
+   */
+  recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]>
   /** Resolves when the database answers, rejects when it does not. */
   ping(): Promise<void>
   /** Subscribes to other instances' changes and to staleness; SQLite never calls the listener. */

@@ -4,12 +4,13 @@ import pg from 'pg'
 const { escapeLiteral } = pg
 
 import type {
+  EndedSession,
   FeedEvent,
   IntegrityFacts,
+  LoginRecord,
   Repositories,
   Store,
   StoreChange,
-  TransactionOptions,
   UnitOfWork,
 } from '../contract.js'
 import type { Migration, MigrationLog } from '../migrations.js'
@@ -20,10 +21,11 @@ import { PgControllerRepository } from './controller-repository.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
 import { pgIntegrityFacts, snapshotRefused } from './integrity.js'
+import { type LoginNotices, NOTICE_ID, recordLogins } from './login-batch.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
-import { NOTICE_ID, PgSessionRepository, type SessionCapNotice } from './session-repository.js'
+import { PgSessionRepository } from './session-repository.js'
 import { PgSignerRepository } from './signer-repository.js'
 
 /**
@@ -37,12 +39,12 @@ function commitWith(notices: string[]): string {
   return `SELECT ${calls.join(', ')}; COMMIT`
 }
 
-function repositories(db: Queryable, capNotice: SessionCapNotice): Repositories {
+function repositories(db: Queryable): Repositories {
   return {
     signers: new PgSignerRepository(db),
     identities: new PgIdentityRepository(db),
     policies: new PgAuthPolicyRepository(db),
-    sessions: new PgSessionRepository(db, capNotice),
+    sessions: new PgSessionRepository(db),
     audit: new PgAuditRepository(db),
     loginFailures: new PgLoginFailureRepository(db),
     controllers: new PgControllerRepository(db),
@@ -62,7 +64,7 @@ export class PgStore implements Store {
   readonly kind = 'postgres'
   readonly repos: Repositories
   private readonly listener: ChangeListener
-  private readonly capNotice: SessionCapNotice
+  private readonly loginNotices: LoginNotices
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -70,15 +72,16 @@ export class PgStore implements Store {
     log: OpenPgOptions['log'],
   ) {
     this.listener = new ChangeListener(settings, randomUUID(), log)
-    this.capNotice = {
+    this.loginNotices = {
       channel: CHANNEL,
-      template: this.listener.payload({
+      opened: this.listener.payload({ entity: 'session', op: 'upsert', id: '' }),
+      ended: this.listener.payload({
         entity: 'identity-sessions',
         op: 'delete',
         id: JSON.parse(NOTICE_ID) as string, // the id's place, filled in by the statement
       }),
     }
-    this.repos = repositories(pool, this.capNotice)
+    this.repos = repositories(pool)
   }
 
   /** Waits for the server (CTRL_DB_CONNECT_TIMEOUT), migrates under the lock and starts listening. */
@@ -116,10 +119,7 @@ export class PgStore implements Store {
     this.listener.on(listener)
   }
 
-  async transaction<T>(
-    work: (tx: UnitOfWork) => Promise<T>,
-    options: TransactionOptions = {},
-  ): Promise<T> {
+  async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
     let client: pg.PoolClient
     try {
       client = await this.pool.connect()
@@ -131,27 +131,14 @@ export class PgStore implements Store {
     // connection fails a BEGIN, and then every statement written behind it fails too.
     const begun = client.query('BEGIN')
     begun.catch(() => {}) // awaited below, after the work that was written behind it
-    // Once the COMMIT is written, nothing more may join the unit of work (`issuedAtOnce`).
-    let closed = false
-    const refused = () => new Error('statement issued after the COMMIT of its unit of work')
-    const db = {
-      query: (...args: unknown[]) =>
-        closed ? Promise.reject(refused()) : Reflect.apply(client.query, client, args),
-    } as Queryable // the client's own query, whichever overload the repository called
     try {
       const notices: string[] = []
       const tx: UnitOfWork = {
-        ...repositories(db, this.capNotice),
+        ...repositories(client),
         // Sent with the COMMIT (NOTIFY is delivered at commit anyway): no round trip of its own.
         publish: async (change: StoreChange) => {
-          if (closed) throw refused()
           notices.push(this.listener.payload(change))
         },
-      }
-      if (options.issuedAtOnce) {
-        const working = work(tx) // every statement is issued by now
-        closed = true
-        return await this.commitBehind(client, working, notices, begun)
       }
       const result = await work(tx)
       await begun
@@ -167,33 +154,8 @@ export class PgStore implements Store {
     }
   }
 
-  /**
-   * `issuedAtOnce`: the COMMIT is written right behind the statements `working` has issued, so the
-   * unit of work is one round trip. When one of them fails the transaction is aborted, and the
-   * server answers that COMMIT with ROLLBACK: the failure is the work's own error.
-   */
-  private async commitBehind<T>(
-    client: pg.PoolClient,
-    working: Promise<T>,
-    notices: string[],
-    begun: Promise<unknown>,
-  ): Promise<T> {
-    const committed = client.query(commitWith(notices)) as Promise<
-      pg.QueryResult | pg.QueryResult[]
-    >
-    committed.catch(() => {}) // awaited below in either case
-    let result: T
-    try {
-      result = await working
-    } catch (err) {
-      await committed.catch(() => {})
-      throw err
-    }
-    await begun
-    const answer = await committed
-    const last = Array.isArray(answer) ? answer[answer.length - 1] : answer
-    if (last?.command !== 'COMMIT') throw new Error(`the unit of work ended in ${last?.command}`)
-    return result
+  recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]> {
+    return recordLogins(this.pool, logins, keep, this.loginNotices)
   }
 
   async ping(): Promise<void> {

@@ -36,25 +36,9 @@ const INSERT_MANY = `INSERT INTO api_sessions (id, token_hash, legacy_token, ide
     authenticator_id, ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
   SELECT * FROM unnest($1::text[], $2::bytea[], $3::boolean[], $4::text[], $5::text[], $6::text[],
     $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[])`
-// The first key of the per-identity trim lock (the two-key form: apart from single-key locks).
-const SESSION_CAP_LOCK = 0x73657373 // "sess"
-
-/** The id in a `SessionCapNotice` template, as JSON text: the statement puts each identity's there. */
-export const NOTICE_ID = '"@identity@"'
-
-/** How the trim tells other instances of an identity whose sessions it ended. */
-export interface SessionCapNotice {
-  channel: string
-  /** The notification's payload, NOTICE_ID standing for the identity's id (JSON text). */
-  template: string
-}
-
 /** Persistence of API sessions on PostgreSQL. */
 export class PgSessionRepository implements SessionRepository {
-  constructor(
-    private readonly db: Queryable,
-    private readonly capNotice: SessionCapNotice,
-  ) {}
+  constructor(private readonly db: Queryable) {}
 
   private async run(text: string, values: unknown[], name?: string) {
     try {
@@ -125,55 +109,6 @@ export class PgSessionRepository implements SessionRepository {
   async countForIdentity(identityId: string): Promise<number> {
     const sql = 'SELECT count(*)::int AS n FROM api_sessions WHERE identity_id = $1'
     return ((await this.run(sql, [identityId])).rows[0] as { n: number }).n // count(*) yields a row
-  }
-
-  /**
-   * Ends each identity's sessions past its newest `keep`, for all the identities of a login batch
-   * in two statements. Login batches of one identity may run at once on several instances: a
-   * transaction-scoped advisory lock per identity (taken in one order) makes them trim one after
-   * another, each seeing the sessions the one before committed, so the cap is exact and two
-   * batches never wait on each other's rows (deleting the same oldest rows in different orders
-   * deadlocks, and PostgreSQL takes a second to tell).
-   */
-  async trimForIdentities(
-    identityIds: string[],
-    keep: number,
-  ): Promise<{ id: string; identityId: string }[]> {
-    if (identityIds.length === 0) return []
-    const ids = [...new Set(identityIds)].sort()
-    // The DELETE is written right behind the locks (one round trip): the server takes them first,
-    // and the DELETE's snapshot, taken when it starts, sees every login committed before that.
-    const locked = this.run(
-      'SELECT pg_advisory_xact_lock($1, hashtext(i)) FROM unnest($2::text[]) AS i ORDER BY i',
-      [SESSION_CAP_LOCK, ids],
-      'sessions-trim-lock',
-    )
-    locked.catch(() => {}) // awaited below; a failed lock fails the DELETE behind it too
-    // One notification per identity whose sessions ended, sent by the statement itself (delivered
-    // at COMMIT, dropped on ROLLBACK): the COMMIT need not wait for this answer.
-    const sql = `WITH ended AS (
-        DELETE FROM api_sessions WHERE id IN (
-          SELECT past.id FROM unnest($1::text[]) AS i(identity_id)
-          CROSS JOIN LATERAL (
-            SELECT id FROM api_sessions s WHERE s.identity_id = i.identity_id
-            ORDER BY created_at DESC, id DESC OFFSET $2) past)
-        RETURNING id, identity_id),
-      told AS (
-        SELECT pg_notify($3, replace($4, $5, to_json(identity_id)::text))
-        FROM (SELECT DISTINCT identity_id FROM ended) AS d)
-      SELECT id, identity_id FROM ended WHERE (SELECT count(*) FROM told) >= 0`
-    const { channel, template } = this.capNotice
-    const res = await this.run(
-      sql,
-      [ids, keep, channel, template, NOTICE_ID],
-      'sessions-trim-notify',
-    )
-    await locked
-    // RETURNING id, identity_id
-    return (res.rows as { id: string; identity_id: string }[]).map((r) => ({
-      id: r.id,
-      identityId: r.identity_id,
-    }))
   }
 
   async deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]> {

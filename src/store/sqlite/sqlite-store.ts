@@ -1,9 +1,10 @@
 import type {
+  EndedSession,
   FeedEvent,
   IntegrityFacts,
+  LoginRecord,
   Repositories,
   Store,
-  TransactionOptions,
   UnitOfWork,
 } from '../contract.js'
 import { AuditRepository } from './audit-repository.js'
@@ -67,17 +68,20 @@ export class SqliteStore implements Store {
   private readonly mutex = new Mutex()
   private readonly inTx: UnitOfWork
   private readonly pingStmt
+  private readonly loginBatch
 
   constructor(
     readonly db: Db,
     private readonly onClose?: () => void,
   ) {
+    const sessions = new SessionRepository(db)
+    const audit = new AuditRepository(db)
     const sync: SyncRepositories = {
       signers: new SignerRepository(db),
       identities: new IdentityRepository(db),
       policies: new AuthPolicyRepository(db),
-      sessions: new SessionRepository(db),
-      audit: new AuditRepository(db),
+      sessions,
+      audit,
       loginFailures: new LoginFailureRepository(),
       controllers: new ControllerRepository(db),
     }
@@ -85,17 +89,20 @@ export class SqliteStore implements Store {
     // Inside a unit of work the lock is already held: statements run at once.
     this.inTx = { ...facades(sync, now), publish: async () => {} }
     this.pingStmt = db.prepare('SELECT 1')
+    // One synchronous transaction (better-sqlite3 keeps its BEGIN and COMMIT prepared).
+    this.loginBatch = db.transaction((logins: LoginRecord[], keep?: number): EndedSession[] => {
+      sessions.insertMany(logins.map((l) => l.session))
+      audit.insertMany(logins.map((l) => l.event))
+      if (keep === undefined) return []
+      return sessions.trimForIdentities([...new Set(logins.map((l) => l.session.identityId))], keep)
+    })
   }
 
   onFeed(_listener: (event: FeedEvent) => void): void {
     // One process owns the file: there are no other instances to hear from.
   }
 
-  // Statements run as they are issued here: `issuedAtOnce` changes nothing.
-  async transaction<T>(
-    work: (tx: UnitOfWork) => Promise<T>,
-    _options?: TransactionOptions,
-  ): Promise<T> {
+  async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
     await this.mutex.lock()
     try {
       this.db.exec('BEGIN IMMEDIATE')
@@ -110,6 +117,10 @@ export class SqliteStore implements Store {
     } finally {
       this.mutex.unlock()
     }
+  }
+
+  recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]> {
+    return this.mutex.run(() => this.loginBatch.immediate(logins, keep))
   }
 
   ping(): Promise<void> {

@@ -1,0 +1,90 @@
+import type { EndedSession, LoginRecord } from '../contract.js'
+import type { Queryable } from './connection.js'
+import { mapPgError } from './errors.js'
+
+/** The id in `LoginNotices.ended`, as JSON text: the statement puts each identity's there. */
+export const NOTICE_ID = '"@identity@"'
+
+/** What a group commit of logins tells other instances (payloads of the change channel). */
+export interface LoginNotices {
+  channel: string
+  /** Sessions were opened (identity pages show whether an identity has one). */
+  opened: string
+  /** Sessions of one identity were ended by the cap, NOTICE_ID standing for its id. */
+  ended: string
+}
+
+// The function of migration 012: sessions, audit events and the session cap in one statement.
+const RECORD_LOGINS = `SELECT ended_id, ended_identity_id
+  FROM record_logins($1::json, $2::json, $3::integer, $4::text, $5::text, $6::text, $7::text)`
+
+/** The sessions as the JSON rows the function reads (column names; the hash in base64). */
+function sessionRows(logins: LoginRecord[]): string {
+  return JSON.stringify(
+    logins.map(({ session: s }) => ({
+      id: s.id,
+      token_hash: s.tokenHash.toString('base64'),
+      legacy_token: s.legacyToken,
+      identity_id: s.identityId,
+      authenticator_id: s.authenticatorId,
+      ip_address: s.ipAddress,
+      created_at: s.createdAt,
+      updated_at: s.updatedAt,
+      last_activity_at: s.lastActivityAt,
+      expires_at: s.expiresAt,
+      hard_expires_at: s.hardExpiresAt,
+    })),
+  )
+}
+
+function eventRows(logins: LoginRecord[]): string {
+  return JSON.stringify(
+    logins.map(({ event: e }) => ({
+      id: e.id,
+      at: e.at,
+      actor_id: e.actor?.id ?? null,
+      actor_name: e.actor?.name ?? null,
+      action: e.action,
+      entity_type: e.entityType,
+      entity_id: e.entityId,
+      request_id: e.requestId,
+      method: e.method,
+      changed_fields: e.changedFields,
+    })),
+  )
+}
+
+/**
+ * Stores a group commit of logins in one statement, its own transaction (see the contract's
+ * `recordLogins` and migration 012): one round trip on a pooled connection.
+ */
+export async function recordLogins(
+  db: Queryable,
+  logins: LoginRecord[],
+  keep: number | undefined,
+  notices: LoginNotices,
+): Promise<EndedSession[]> {
+  if (logins.length === 0) return []
+  try {
+    const res = await db.query({
+      name: 'record-logins',
+      text: RECORD_LOGINS,
+      values: [
+        sessionRows(logins),
+        eventRows(logins),
+        keep ?? null,
+        notices.channel,
+        notices.opened,
+        notices.ended,
+        NOTICE_ID,
+      ],
+    })
+    // The function's result columns
+    return (res.rows as { ended_id: string; ended_identity_id: string }[]).map((r) => ({
+      id: r.ended_id,
+      identityId: r.ended_identity_id,
+    }))
+  } catch (err) {
+    throw mapPgError(err)
+  }
+}
