@@ -25,30 +25,34 @@ CREATE FUNCTION record_logins(
 ) RETURNS TABLE (ended_id text, ended_identity_id text)
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  lock_id text;
+  identities text[];
   gone_ids text[];
   gone_identities text[];
 BEGIN
-  INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
-      ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
-    SELECT s.id, decode(s.token_hash, 'base64'), s.legacy_token, s.identity_id,
-      s.authenticator_id, s.ip_address, s.created_at, s.updated_at, s.last_activity_at,
-      s.expires_at, s.hard_expires_at
-    FROM json_to_recordset(new_sessions) AS s(id text, token_hash text, legacy_token boolean,
-      identity_id text, authenticator_id text, ip_address text, created_at timestamptz,
-      updated_at timestamptz, last_activity_at timestamptz, expires_at timestamptz,
-      hard_expires_at timestamptz);
-
-  INSERT INTO audit_events (id, at, actor_id, actor_name, action, entity_type, entity_id,
-      request_id, method, changed_fields)
-    SELECT e.id, e.at, e.actor_id, e.actor_name, e.action, e.entity_type, e.entity_id,
-      e.request_id, e.method, e.changed_fields
-    FROM ROWS FROM (json_to_recordset(new_events) AS (id text, at timestamptz, actor_id text,
-        actor_name text, action text, entity_type text, entity_id text, request_id text,
-        method text, changed_fields jsonb)) WITH ORDINALITY
-      AS e(id, at, actor_id, actor_name, action, entity_type, entity_id, request_id, method,
-        changed_fields, n)
-    ORDER BY e.n;
+  -- Each JSON document is parsed once: the identities of the batch come back from the INSERT.
+  WITH new_rows AS (
+    INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
+        ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
+      SELECT s.id, decode(s.token_hash, 'base64'), s.legacy_token, s.identity_id,
+        s.authenticator_id, s.ip_address, s.created_at, s.updated_at, s.last_activity_at,
+        s.expires_at, s.hard_expires_at
+      FROM json_to_recordset(new_sessions) AS s(id text, token_hash text, legacy_token boolean,
+        identity_id text, authenticator_id text, ip_address text, created_at timestamptz,
+        updated_at timestamptz, last_activity_at timestamptz, expires_at timestamptz,
+        hard_expires_at timestamptz)
+      RETURNING api_sessions.identity_id),
+  logged AS (
+    INSERT INTO audit_events (id, at, actor_id, actor_name, action, entity_type, entity_id,
+        request_id, method, changed_fields)
+      SELECT e.id, e.at, e.actor_id, e.actor_name, e.action, e.entity_type, e.entity_id,
+        e.request_id, e.method, e.changed_fields
+      FROM ROWS FROM (json_to_recordset(new_events) AS (id text, at timestamptz, actor_id text,
+          actor_name text, action text, entity_type text, entity_id text, request_id text,
+          method text, changed_fields jsonb)) WITH ORDINALITY
+        AS e(id, at, actor_id, actor_name, action, entity_type, entity_id, request_id, method,
+          changed_fields, n)
+      ORDER BY e.n)
+  SELECT array_agg(DISTINCT r.identity_id ORDER BY r.identity_id) INTO identities FROM new_rows AS r;
 
   PERFORM pg_notify(channel, opened_payload);
 
@@ -56,18 +60,14 @@ BEGIN
     RETURN;
   END IF;
 
-  FOR lock_id IN
-    SELECT DISTINCT s.identity_id FROM json_to_recordset(new_sessions) AS s(identity_id text)
-    ORDER BY 1
-  LOOP
-    PERFORM pg_advisory_xact_lock(1936028531, hashtext(lock_id)); -- 0x73657373, "sess"
-  END LOOP;
+  -- In the array's order (one statement: unnest gives its elements in order).
+  PERFORM pg_advisory_xact_lock(1936028531, hashtext(i)) -- 0x73657373, "sess"
+    FROM unnest(identities) AS i;
 
   WITH gone AS (
     DELETE FROM api_sessions AS a WHERE a.id IN (
       SELECT past.id
-      FROM (SELECT DISTINCT s.identity_id
-            FROM json_to_recordset(new_sessions) AS s(identity_id text)) AS i
+      FROM unnest(identities) AS i(identity_id)
       CROSS JOIN LATERAL (
         SELECT x.id FROM api_sessions AS x WHERE x.identity_id = i.identity_id
         ORDER BY x.created_at DESC, x.id DESC OFFSET keep) AS past)
