@@ -89,7 +89,10 @@ export class SessionRepository {
     )
   }
 
-  /** Call inside a transaction: the read and the deletes are one unit. */
+  /**
+   * Ends each identity's sessions beyond its `keep` newest; call inside a transaction (the store's
+   * group commit of logins), where the reads and the deletes are one unit.
+   */
   trimForIdentities(identityIds: string[], keep: number): { id: string; identityId: string }[] {
     const ended: { id: string; identityId: string }[] = []
     for (const identityId of identityIds) {
