@@ -2,7 +2,13 @@ import { hash as digest, timingSafeEqual } from 'node:crypto'
 import { type AuditContext, AuditService } from '../audit/audit-service.js'
 import { newId, newSecret } from '../ids.js'
 import { BatchWriter } from '../store/batch-writer.js'
-import type { IdentityRecord, LoginRecord, SessionRecord, Store } from '../store/contract.js'
+import {
+  type IdentityRecord,
+  type LoginRecord,
+  SESSIONS_CHANGED,
+  type SessionRecord,
+  type Store,
+} from '../store/contract.js'
 
 export type { SessionRecord }
 
@@ -36,9 +42,6 @@ export interface SessionServiceOptions {
 function loginMethod(authenticatorId: string): string {
   return authenticatorId === 'updb' ? 'password' : 'ext-jwt'
 }
-
-/** What a commit that opens or ends sessions tells other instances (no id: pages are reread). */
-const SESSIONS_CHANGED = { entity: 'session', op: 'upsert', id: '' } as const
 
 // Sliding expiry is written at most this often per session, so busy clients do not write per call.
 const TOUCH_INTERVAL_MS = 1000

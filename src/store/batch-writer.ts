@@ -1,3 +1,5 @@
+import { AppError } from '../errors.js'
+
 interface Pending<T> {
   item: T
   resolve: () => void
@@ -67,8 +69,13 @@ export class BatchWriter<T> {
     try {
       await this.write(batch.map((p) => p.item))
       for (const p of batch) p.resolve()
-    } catch {
-      // One bad item must not fail the others: retry each in a unit of work of its own.
+    } catch (err) {
+      // The store did not answer: each item alone would wait as long again, one after another.
+      if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') {
+        for (const p of batch) p.reject(err)
+        return
+      }
+      // One bad item must not fail the others: retry each in a write of its own.
       for (const p of batch) {
         try {
           await this.write([p.item])

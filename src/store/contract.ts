@@ -364,6 +364,9 @@ export interface StoreChange {
   id: string
 }
 
+/** Sessions were opened or ended (no id): other instances' identity pages show `hasApiSession`. */
+export const SESSIONS_CHANGED: StoreChange = { entity: 'session', op: 'upsert', id: '' }
+
 /** The repositories of one unit of work, and the means to tell other instances what it changed. */
 export interface UnitOfWork extends Repositories {
   /** Tells every other instance of the change once (and only if) the unit of work commits. */

@@ -1,4 +1,4 @@
-import type { IdentityRecord, SessionRecord } from '../../src/store/contract.js'
+import type { IdentityRecord, LoginRecord, SessionRecord } from '../../src/store/contract.js'
 
 /** A stored identity as the store tests insert it: enabled, under the default policy. */
 export function identityRecord(id: string, now = new Date().toISOString()): IdentityRecord {
@@ -39,3 +39,34 @@ export function sessionRecord(
     ...over,
   }
 }
+
+/** The n-th session of an identity, created n seconds after a fixed start (the cap's order). */
+export function nthSession(identityId: string, n: number): SessionRecord {
+  const at = new Date(Date.UTC(2026, 10, 25, 8, 0, n)).toISOString()
+  return sessionRecord(identityId, `${identityId}-${n}`, at, {
+    expiresAt: '2099-01-01T00:00:00.000Z',
+    hardExpiresAt: n % 2 ? at : null,
+  })
+}
+
+/** A login of `session`: the session with its audit event, as the session service makes them. */
+export function loginRecord(session: SessionRecord): LoginRecord {
+  return {
+    session,
+    event: {
+      id: `event-${session.id}`,
+      at: session.createdAt,
+      actor: { id: session.identityId, name: `name of ${session.identityId}` },
+      action: 'login',
+      entityType: 'api-sessions',
+      entityId: session.id,
+      requestId: `req-${session.id}`,
+      method: 'ext-jwt',
+      changedFields: [],
+    },
+  }
+}
+
+/** The logins of an identity's sessions numbered `ns` (see `nthSession`). */
+export const logins = (identityId: string, ns: number[]): LoginRecord[] =>
+  ns.map((n) => loginRecord(nthSession(identityId, n)))

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { AppError } from '../../src/errors.js'
 import { newId } from '../../src/ids.js'
 import { BatchWriter } from '../../src/store/batch-writer.js'
-import type { SessionRecord, Store } from '../../src/store/contract.js'
-import { identityRecord, sessionRecord } from '../helpers/records.js'
+import type { LoginRecord, SessionRecord, Store } from '../../src/store/contract.js'
+import { identityRecord, loginRecord, sessionRecord } from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
 const session = (identityId: string, id = newId()) => sessionRecord(identityId, id)
@@ -68,15 +69,31 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     await Promise.all(items)
   })
 
-  it('fails only the item whose write fails', async () => {
-    const { writer } = await setup()
-    await writer.add(session('alice', 'dup'))
+  it('fails only the login whose write fails (the write the session service uses)', async () => {
+    await setup()
+    const writer = new BatchWriter<LoginRecord>(async (items) => {
+      await store.recordLogins(items, 100)
+    })
+    const login = (identityId: string, id = newId()) => loginRecord(session(identityId, id))
+    await writer.add(login('alice', 'dup'))
     const results = await Promise.allSettled(
-      [session('alice'), session('alice', 'dup'), session('nobody'), session('alice')].map((s) =>
-        writer.add(s),
+      [login('alice'), login('alice', 'dup'), login('nobody'), login('alice')].map((l) =>
+        writer.add(l),
       ),
     )
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled'])
     expect(await store.repos.sessions.count()).toBe(3)
+  })
+
+  it('fails every item at once, without writing each alone, when the store does not answer', async () => {
+    await setup()
+    const down = new AppError('SERVICE_UNAVAILABLE')
+    const write = vi.fn(async (_items: SessionRecord[]) => {
+      throw down
+    })
+    const writer = new BatchWriter<SessionRecord>(write)
+    const results = await Promise.allSettled([1, 2, 3].map(() => writer.add(session('alice'))))
+    expect(results).toEqual([1, 2, 3].map(() => ({ status: 'rejected', reason: down })))
+    expect(write).toHaveBeenCalledTimes(1)
   })
 })

@@ -64,19 +64,29 @@ CountingClient.prototype.query = function query(this: pg.Client, ...args: unknow
   return Reflect.apply(send, this, args)
 } as typeof send
 
+const READ_COMMITTED = 'SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED'
+
 export function createPool(s: PgSettings): pg.Pool {
   const pool = new pg.Pool({
     ...clientConfig(s),
     max: s.poolSize,
     idleTimeoutMillis: 30_000,
     Client: CountingClient,
-    // A unit of work's statements that do not wait on each other's answers (its BEGIN and first
-    // statement, a login batch's inserts and trim) are written together: one round trip, not one
-    // each. The server runs them in the order sent; each still has its own answer or error.
+    // Statements that do not wait on each other's answers (a unit of work's BEGIN and its first
+    // statement) are written together: one round trip, not one each. The server runs them in the
+    // order sent; each still has its own answer or error.
     pipeline: true,
   })
   // An idle client that loses its server emits here; the pool drops it and makes a new one later.
   pool.on('error', () => {})
+  // Units of work and the session cap (migration 012) are written for READ COMMITTED: each new
+  // connection asks for it, whatever the database's or role's default, in a statement written
+  // ahead of the one the connection was made for (pipelined: no round trip of its own). Part of
+  // connecting, it is not counted among the statements the pool sends.
+  pool.on('connect', (client) => {
+    const set: Promise<unknown> = Reflect.apply(send, client, [READ_COMMITTED]) // pg's own query
+    set.catch(() => {}) // a lost connection fails the statement behind it as well
+  })
   return pool
 }
 

@@ -18,6 +18,19 @@ export interface LoginNotices {
 const RECORD_LOGINS = `SELECT ended_id, ended_identity_id
   FROM record_logins($1::json, $2::json, $3::integer, $4::text, $5::text, $6::text, $7::text)`
 
+const SURROGATE = /[\uD800-\uDFFF]/
+const LONE_SURROGATE = /\p{Surrogate}/gu
+
+/**
+ * Free text with any lone UTF-16 surrogate as U+FFFD, as the driver writes text parameters: JSON
+ * text refuses one (an escaped lone surrogate is invalid JSON input to PostgreSQL).
+ */
+function text<S extends string | null>(value: S): S {
+  return value !== null && SURROGATE.test(value)
+    ? (value.replace(LONE_SURROGATE, '\uFFFD') as S) // still a string
+    : value
+}
+
 /** The sessions as the JSON rows the function reads (column names; the hash in base64). */
 function sessionRows(logins: LoginRecord[]): string {
   return JSON.stringify(
@@ -27,7 +40,7 @@ function sessionRows(logins: LoginRecord[]): string {
       legacy_token: s.legacyToken,
       identity_id: s.identityId,
       authenticator_id: s.authenticatorId,
-      ip_address: s.ipAddress,
+      ip_address: text(s.ipAddress),
       created_at: s.createdAt,
       updated_at: s.updatedAt,
       last_activity_at: s.lastActivityAt,
@@ -43,11 +56,11 @@ function eventRows(logins: LoginRecord[]): string {
       id: e.id,
       at: e.at,
       actor_id: e.actor?.id ?? null,
-      actor_name: e.actor?.name ?? null,
+      actor_name: text(e.actor?.name ?? null),
       action: e.action,
       entity_type: e.entityType,
       entity_id: e.entityId,
-      request_id: e.requestId,
+      request_id: text(e.requestId),
       method: e.method,
       changed_fields: e.changedFields,
     })),

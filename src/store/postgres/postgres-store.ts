@@ -3,15 +3,16 @@ import pg from 'pg'
 
 const { escapeLiteral } = pg
 
-import type {
-  EndedSession,
-  FeedEvent,
-  IntegrityFacts,
-  LoginRecord,
-  Repositories,
-  Store,
-  StoreChange,
-  UnitOfWork,
+import {
+  type EndedSession,
+  type FeedEvent,
+  type IntegrityFacts,
+  type LoginRecord,
+  type Repositories,
+  SESSIONS_CHANGED,
+  type Store,
+  type StoreChange,
+  type UnitOfWork,
 } from '../contract.js'
 import type { Migration, MigrationLog } from '../migrations.js'
 import { PgAuditRepository } from './audit-repository.js'
@@ -74,7 +75,7 @@ export class PgStore implements Store {
     this.listener = new ChangeListener(settings, randomUUID(), log)
     this.loginNotices = {
       channel: CHANNEL,
-      opened: this.listener.payload({ entity: 'session', op: 'upsert', id: '' }),
+      opened: this.listener.payload(SESSIONS_CHANGED),
       ended: this.listener.payload({
         entity: 'identity-sessions',
         op: 'delete',

@@ -49,8 +49,8 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   /**
-   * One INSERT of every login of a group commit, its rows as arrays: the statement's text is the
-   * same whatever the batch size, so it is parsed and planned once per connection.
+   * One INSERT of every session given (copying a store), its rows as arrays: the statement's text
+   * is the same whatever the count, so it is parsed and planned once per connection.
    */
   async insertMany(sessions: SessionRecord[]): Promise<void> {
     if (sessions.length === 0) return
