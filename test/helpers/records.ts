@@ -1,4 +1,4 @@
-import type { IdentityRecord, LoginRecord, SessionRecord } from '../../src/store/contract.js'
+import type { IdentityRecord, LoginRecord, SessionRecord, Store } from '../../src/store/contract.js'
 
 /** A stored identity as the store tests insert it: enabled, under the default policy. */
 export function identityRecord(id: string, now = new Date().toISOString()): IdentityRecord {
@@ -15,6 +15,13 @@ export function identityRecord(id: string, now = new Date().toISOString()): Iden
     createdAt: now,
     updatedAt: now,
   }
+}
+
+/** Stores an identity (as `identityRecord` makes it) for each id, in one unit of work. */
+export function insertIdentities(store: Store, ...ids: string[]): Promise<void> {
+  return store.transaction(async (tx) => {
+    for (const id of ids) await tx.identities.insert(identityRecord(id))
+  })
 }
 
 /** A stored session of `identityId` as the store tests insert it, created and expiring at `at`. */

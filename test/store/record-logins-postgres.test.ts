@@ -2,7 +2,7 @@ import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { FeedEvent, Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
-import { identityRecord, logins } from '../helpers/records.js'
+import { insertIdentities, logins } from '../helpers/records.js'
 import { createTestDatabase, freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -28,9 +28,7 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
   async function setup(url: string, ...identities: string[]): Promise<Store> {
     const store = await open(url)
     stores.push(store)
-    await store.transaction(async (tx) => {
-      for (const id of identities) await tx.identities.insert(identityRecord(id))
-    })
+    await insertIdentities(store, ...identities)
     return store
   }
 

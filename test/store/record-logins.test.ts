@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import { parseListQuery } from '../../src/store/query/list-query.js'
 import { AUDIT_LIST_SPEC } from '../../src/store/sqlite/audit-repository.js'
-import { identityRecord, loginRecord, logins, nthSession } from '../helpers/records.js'
+import { insertIdentities, loginRecord, logins, nthSession } from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
 const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id)
@@ -13,9 +13,7 @@ describe.each(STORES)('a group commit of logins on %s', (kind) => {
 
   async function setup(...identities: string[]) {
     store = await openTestStore(kind)
-    await store.transaction(async (tx) => {
-      for (const id of identities) await tx.identities.insert(identityRecord(id))
-    })
+    await insertIdentities(store, ...identities)
   }
 
   const stored = async () => (await store.repos.sessions.all()).map((s) => s.id).sort()

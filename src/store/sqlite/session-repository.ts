@@ -1,4 +1,4 @@
-import type { SessionRecord } from '../contract.js'
+import type { EndedSession, SessionRecord } from '../contract.js'
 import type { Db } from './connection.js'
 
 export type { SessionRecord }
@@ -93,8 +93,8 @@ export class SessionRepository {
    * Ends each identity's sessions beyond its `keep` newest; call inside a transaction (the store's
    * group commit of logins), where the reads and the deletes are one unit.
    */
-  trimForIdentities(identityIds: string[], keep: number): { id: string; identityId: string }[] {
-    const ended: { id: string; identityId: string }[] = []
+  trimForIdentities(identityIds: string[], keep: number): EndedSession[] {
+    const ended: EndedSession[] = []
     for (const identityId of identityIds) {
       for (const { id } of this.overCapStmt.all(identityId, keep)) {
         this.deleteStmt.run(id)
