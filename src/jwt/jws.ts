@@ -1,4 +1,4 @@
-import { constants, KeyObject, verify, type webcrypto } from 'node:crypto'
+import { constants, KeyObject, type webcrypto } from 'node:crypto'
 import {
   type CompactJWSHeaderParameters,
   errors,
@@ -7,15 +7,16 @@ import {
   UnsecuredJWT,
 } from 'jose'
 import { rsaExponentRefusal } from './key-strength.js'
+import { signatureThreads } from './signature-threads.js'
 
 /**
- * Compact JWT verification with node:crypto's one-shot `verify`, which runs the signature check on
- * the libuv thread pool and costs the event loop about 5 µs; WebCrypto's `subtle.verify`, which
- * jose uses, costs it about 20 µs before its job even starts, the largest single cost of a login.
- * Everything else stays jose's: key selection from a JWKS (its local key set), and every claim
- * check (its claims-set validation, reached through `UnsecuredJWT.decode` over the verified
- * payload, the very function `jwtVerify` applies). Refusals are jose's error classes, so callers
- * tell them apart exactly as they did with `jwtVerify`.
+ * Compact JWT verification with node:crypto's one-shot `verify`, run on threads of its own in
+ * batches (signature-threads.ts); WebCrypto's `subtle.verify`, which jose uses, costs the event loop
+ * about 20 µs a check before its job even starts. Everything else stays jose's: key selection from
+ * a JWKS (its local key set), and every claim check (its claims-set validation, reached through
+ * `UnsecuredJWT.decode` over the verified payload, the very function `jwtVerify` applies).
+ * Refusals are jose's error classes, so callers tell them apart exactly as they did with
+ * `jwtVerify`.
  */
 
 interface AlgSpec {
@@ -116,31 +117,6 @@ function header(encoded: string): CompactJWSHeaderParameters {
   return parsed as CompactJWSHeaderParameters // a JSON object; its members are checked below
 }
 
-function signatureValid(
-  spec: AlgSpec,
-  data: Buffer,
-  key: KeyObject,
-  signature: Buffer,
-): Promise<boolean> {
-  if (spec.signatureBytes !== undefined && signature.length !== spec.signatureBytes) {
-    return Promise.resolve(false)
-  }
-  const options = {
-    key,
-    ...(spec.padding === undefined ? {} : { padding: spec.padding }),
-    ...(spec.saltLength === undefined ? {} : { saltLength: spec.saltLength }),
-    ...(spec.signatureBytes === undefined ? {} : { dsaEncoding: 'ieee-p1363' as const }),
-  }
-  return new Promise((resolve) => {
-    try {
-      // As jose does with WebCrypto: a check that cannot run is a signature that does not verify.
-      verify(spec.hash, data, options, signature, (err, ok) => resolve(!err && ok))
-    } catch {
-      resolve(false)
-    }
-  })
-}
-
 // The header UnsecuredJWT.decode requires; only the claims set of the token is validated with it.
 const UNSECURED_HEADER = Buffer.from('{"alg":"none"}').toString('base64url')
 
@@ -178,9 +154,16 @@ export async function verifyJwt(
     }),
   )
   checkKey(alg, spec, key)
-  const signed = Buffer.from(`${encodedHeader}.${payload}`, 'latin1')
-  const signature = Buffer.from(encodedSignature, 'base64url')
-  if (!(await signatureValid(spec, signed, key, signature))) {
+  const valid = await signatureThreads.check({
+    hash: spec.hash,
+    input: `${encodedHeader}.${payload}`,
+    key,
+    padding: spec.padding,
+    saltLength: spec.saltLength,
+    signatureBytes: spec.signatureBytes,
+    signature: encodedSignature,
+  })
+  if (!valid) {
     throw new errors.JWSSignatureVerificationFailed()
   }
   const claims = UnsecuredJWT.decode(`${UNSECURED_HEADER}.${payload}.`, {
