@@ -5,10 +5,11 @@ const PARAMS = { N: 16384, r: 8, p: 1 } as const
 const KEY_LENGTH = 32
 
 // scrypt runs on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise), which
-// JWT signature checks share: at most this many hashes run at once, so a flood of passwords
-// leaves threads for JWT logins; the others wait their turn here. Each hash keeps a core busy for
-// its whole run, so the bound is half the cores (at least one): on a 2-core machine a bound of 2
-// let a flood take every core from the main thread, and JWT logins fell to a fifth of their speed.
+// DNS lookups share (JWT signature checks have threads of their own): at most this many hashes
+// run at once, and the others wait their turn here. Each hash keeps a core busy for its whole
+// run, so the bound is half the cores (at least one): on a 2-core machine a bound of 2 let a
+// flood of passwords take every core from the main thread, and JWT logins fell to a fifth of
+// their speed.
 const MAX_CONCURRENT_HASHES = Math.max(1, Math.floor(availableParallelism() / 2))
 let running = 0
 const waiting: (() => void)[] = []

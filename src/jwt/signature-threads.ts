@@ -126,8 +126,15 @@ export class SignatureThreads {
   private scheduled = false
   private failures = 0
 
-  /** `size`: how many threads at most (they start as checks arrive). */
-  constructor(private readonly size: number) {}
+  /**
+   * `size`: how many threads at most (they start as checks arrive); `spawn` starts one (tests give
+   * threads that fail).
+   */
+  constructor(
+    private readonly size: number,
+    private readonly spawn: () => Worker = () =>
+      new Worker(PROGRAM, { eval: true, stdout: false, stderr: false }),
+  ) {}
 
   /** Resolves with whether the signature verifies; never rejects. */
   check(check: SignatureCheck): Promise<boolean> {
@@ -147,7 +154,7 @@ export class SignatureThreads {
     return this.threads.length
   }
 
-  /** Stops every thread; their checks finish on the pool (tests, and a thread's failure). */
+  /** Stops every thread (tests); the checks they held finish on the pool. */
   async stop(): Promise<void> {
     await Promise.all(this.threads.map((t) => t.worker.terminate()))
   }
@@ -161,7 +168,15 @@ export class SignatureThreads {
       allOnPool(batch)
       return
     }
-    const thread = this.pick()
+    let thread: Thread
+    try {
+      thread = this.pick()
+    } catch {
+      // No thread could be started (the process is out of memory or threads, say).
+      this.failures++
+      allOnPool(batch)
+      return
+    }
     try {
       thread.worker.postMessage(batch.map((p) => p.job))
     } catch {
@@ -183,7 +198,7 @@ export class SignatureThreads {
   }
 
   private start(): Thread {
-    const worker = new Worker(PROGRAM, { eval: true, stdout: false, stderr: false })
+    const worker = this.spawn()
     worker.unref()
     const thread: Thread = { worker, batches: [], checks: 0 }
     this.threads.push(thread)

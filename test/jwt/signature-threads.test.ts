@@ -1,4 +1,5 @@
 import { constants, generateKeyPairSync, type KeyObject, sign } from 'node:crypto'
+import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type SignatureCheck, SignatureThreads } from '../../src/jwt/signature-threads.js'
 
@@ -82,8 +83,8 @@ function cases(n: number): { check: SignatureCheck; valid: boolean; what: string
 }
 
 const started: SignatureThreads[] = []
-function threads(size: number): SignatureThreads {
-  const t = new SignatureThreads(size)
+function threads(size: number, spawn?: () => Worker): SignatureThreads {
+  const t = new SignatureThreads(size, spawn)
   started.push(t)
   return t
 }
@@ -145,5 +146,28 @@ describe('signature checks on threads of their own', () => {
     expect(pool.running).toBe(0)
     expect(await pool.check(c.check)).toBe(true)
     expect(pool.running).toBe(0)
+  })
+
+  it('answers every check when threads fail as they start, or cannot start at all', async () => {
+    let spawned = 0
+    const dying = threads(1, () => {
+      spawned++
+      return new Worker('process.exit(3)', { eval: true })
+    })
+    const refused = threads(1, () => {
+      spawned++
+      throw new Error('no more threads')
+    })
+    for (const pool of [dying, refused]) {
+      spawned = 0
+      const all = Array.from({ length: 40 }, (_, n) => cases(n)).flat()
+      // One batch per try: each fails, three in a row leave every check on the pool.
+      for (let round = 0; round < 4; round++) {
+        const answers = await Promise.all(all.map((c) => pool.check(c.check)))
+        expect(answers).toEqual(all.map((c) => c.valid))
+      }
+      expect(spawned).toBe(3)
+      expect(pool.running).toBe(0)
+    }
   })
 })
