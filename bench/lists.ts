@@ -1,5 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { measure, type Paired, paired, type Result } from './common.js'
 import type { Controller } from './controller.js'
+import type { Goals } from './goals.js'
+import { freePort, startProcess } from './processes.js'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
 
 export type Run = (round: number) => Promise<Result>
 
@@ -51,12 +59,64 @@ export async function lists(ctrl: Controller, bare: Run, label: string): Promise
   return { client, signers, identities }
 }
 
-/** The management signer list of a controller started by `startCertController`, against `bare`. */
-export async function certPage(ctrl: Controller, bare: Run, label: string): Promise<Paired> {
-  return paired(
-    `${label} management signer list (default page of 10, certificate signers)`,
-    'bare',
-    bare,
-    await asAdmin(ctrl, '/edge/management/v1/external-jwt-signers'),
+export interface CertPageFigures {
+  /** The controller's certificate page against the bare route. */
+  page: Paired
+  /** A bare route answering the very same bytes against the bare route: the page size's ceiling. */
+  ceiling: Paired
+  bytes: number
+}
+
+/**
+ * The management signer list of a controller started by `startCertController`, against `bare`;
+ * and, as its ceiling, a bare Fastify route of its own process answering the same bytes. A page of
+ * certificates is large, and the load generator, on the same cores, pays for every byte it reads:
+ * the ceiling shows what a page that size allows at all, whatever the server does to build it.
+ */
+export async function certPage(
+  ctrl: Controller,
+  bare: Run,
+  label: string,
+): Promise<CertPageFigures> {
+  const path = '/edge/management/v1/external-jwt-signers'
+  const res = await fetch(`${ctrl.base}${path}`, {
+    headers: { 'zt-session': await ctrl.adminSession() },
+  })
+  const body = Buffer.from(await res.arrayBuffer())
+  if (res.status !== 200) throw new Error(`bench: the certificate page answered ${res.status}`)
+  const dir = mkdtempSync(join(tmpdir(), 'ctrl-bench-page-'))
+  const file = join(dir, 'page.json')
+  writeFileSync(file, body)
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const server = await startProcess(join(here, 'bare-server.js'), url, '/hello', {
+    PORT: String(port),
+    PAGE: file,
+  })
+  try {
+    const ceiling = await paired(
+      `bare route answering the same ${body.length} bytes (ceiling)`,
+      'bare',
+      bare,
+      route(`${url}/page`, server.pid),
+    )
+    const page = await paired(
+      `${label} management signer list (default page of 10, certificate signers)`,
+      'bare',
+      bare,
+      await asAdmin(ctrl, path),
+    )
+    return { page, ceiling, bytes: body.length }
+  } finally {
+    await server.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The certificate page's goal (0.4 of the bare route), with its ceiling beside it. */
+export function certGoal(goals: Goals, label: string, f: CertPageFigures): void {
+  goals.ratio(`${label} management signer list, certificate page / bare`, f.page, 0.4)
+  goals.note(
+    `${label} certificate page (${f.bytes} bytes): a bare route answering the same bytes ${f.ceiling.median.toFixed(2)} of the bare route (lowest ${f.ceiling.lowest.toFixed(2)}); the controller ${(f.page.median / f.ceiling.median).toFixed(2)} of that ceiling`,
   )
 }
