@@ -116,6 +116,24 @@ describe('signature checks on threads of their own', () => {
     expect(pool.running).toBe(1)
   })
 
+  it('keeps to one thread while it keeps up, and spreads batches once it is 16 checks behind', async () => {
+    const pool = threads(2)
+    const few = Array.from({ length: 10 }, (_, n) => cases(4 * n)).flat()
+    expect(await Promise.all(few.map((c) => pool.check(c.check)))).toEqual(few.map(() => true))
+    expect(pool.running).toBe(1)
+    const slow = generateKeyPairSync('rsa', { modulusLength: 4096 })
+    const f = family('RS512', slow.privateKey, slow.publicKey, { hash: 'sha512', padding: PKCS1 })
+    const input = 'eyJhbGciOiJSUzUxMiJ9.eyJzdWIiOiJiZWhpbmQifQ'
+    const good = { ...f.check, input, signature: f.sign(input) }
+    const behind = Array.from({ length: 200 }, () => pool.check(good))
+    await handedOver() // one batch of 200 to the first thread
+    const next = Array.from({ length: 5 }, () => pool.check(good))
+    await handedOver() // the first thread is 200 behind: a second one takes these
+    expect(pool.running).toBe(2)
+    expect(await Promise.all([...behind, ...next])).toEqual(Array(205).fill(true))
+    expect(() => new SignatureThreads(0)).toThrow(RangeError)
+  })
+
   it('answers the checks a failed thread held on the pool, and starts a new thread for the next', async () => {
     const pool = threads(1)
     const slow = generateKeyPairSync('rsa', { modulusLength: 4096 })
