@@ -117,6 +117,8 @@ function header(encoded: string): CompactJWSHeaderParameters {
   return parsed as CompactJWSHeaderParameters // a JSON object; its members are checked below
 }
 
+const BASE64URL = /^[\w-]*$/
+
 // The header UnsecuredJWT.decode requires; only the claims set of the token is validated with it.
 const UNSECURED_HEADER = Buffer.from('{"alg":"none"}').toString('base64url')
 
@@ -132,7 +134,11 @@ export async function verifyJwt(
   options: ClaimOptions,
 ): Promise<JWTPayload> {
   const parts = token.split('.')
-  if (parts.length !== 3) throw new errors.JWSInvalid('Invalid Compact JWS')
+  // base64url text only: Node's decoders (and latin1, for the signed input) read only the low byte
+  // of a wider character, so a U+0165 would pass for an "e" that jose refuses.
+  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) {
+    throw new errors.JWSInvalid('Invalid Compact JWS')
+  }
   const [encodedHeader, payload, encodedSignature] = parts as [string, string, string]
   const protectedHeader = header(encodedHeader)
   if (protectedHeader.crit !== undefined) {

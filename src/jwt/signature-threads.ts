@@ -13,9 +13,10 @@ import { Worker } from 'node:worker_threads'
  * of event-loop time a login. The pool stays free for password hashing and DNS lookups, so a flood
  * of password logins no longer queues signature checks behind its hashes either.
  *
- * A check that cannot run is a signature that does not verify (as with WebCrypto). When a thread
- * fails, the checks it held are run again on the libuv pool, and the next batch starts a new
- * thread; after MAX_FAILURES failures in a row every check stays on the pool.
+ * A check that cannot run is a signature that does not verify (as with WebCrypto). A thread that
+ * fails (it exits, answers what it was not asked, or owes an answer for 10 s) is given up: the
+ * checks it held are run again on the libuv pool, and the next batch starts a new thread; after
+ * MAX_FAILURES failures in a row every check stays on the pool for a minute.
  */
 
 /** One check: node:crypto's `verify` arguments, with the signature still in base64url. */
@@ -115,35 +116,53 @@ interface Thread {
   batches: Pending[][]
   /** Checks in those batches. */
   checks: number
+  /** Runs while an answer is owed: a thread silent for deadlineMs is given up. */
+  deadline: NodeJS.Timeout | undefined
+  /** Given up: nothing more goes to it, and whatever it still sends is ignored. */
+  gone: boolean
 }
 
-/** Failures in a row after which checks stay on the libuv pool. */
+/** Failures in a row after which checks stay on the libuv pool for retryAfterMs. */
 const MAX_FAILURES = 3
-/** Checks a thread may be behind before the next batch goes to another thread. */
+/** Checks a thread may be behind before the next batch goes to another; larger batches are split. */
 const SPREAD_AT = 16
+
+export interface SignatureThreadsOptions {
+  /** Starts a thread (tests give threads that fail, hang or answer wrongly). */
+  spawn?: () => Worker
+  /** How long a thread that owes an answer may stay silent before it is given up (10 s). */
+  deadlineMs?: number
+  /** How long checks stay on the pool after MAX_FAILURES failures in a row (1 min). */
+  retryAfterMs?: number
+}
 
 export class SignatureThreads {
   private readonly threads: Thread[] = []
   private queue: Pending[] = []
   private scheduled = false
   private failures = 0
+  /** While failures >= MAX_FAILURES: when threads are tried again (performance.now()). */
+  private retryAt = 0
+  private readonly spawn: () => Worker
+  private readonly deadlineMs: number
+  private readonly retryAfterMs: number
 
-  /**
-   * `size`: how many threads at most (they start as checks arrive); `spawn` starts one (tests give
-   * threads that fail).
-   */
+  /** `size`: how many threads at most (they start as checks arrive). */
   constructor(
     private readonly size: number,
-    private readonly spawn: () => Worker = () =>
-      new Worker(PROGRAM, { eval: true, stdout: false, stderr: false }),
+    options: SignatureThreadsOptions = {},
   ) {
     if (!(size >= 1)) throw new RangeError('a signature check needs at least one thread')
+    this.spawn =
+      options.spawn ?? (() => new Worker(PROGRAM, { eval: true, stdout: false, stderr: false }))
+    this.deadlineMs = options.deadlineMs ?? 10_000
+    this.retryAfterMs = options.retryAfterMs ?? 60_000
   }
 
   /** Resolves with whether the signature verifies; never rejects. */
   check(check: SignatureCheck): Promise<boolean> {
     const j = job(check)
-    if (this.failures >= MAX_FAILURES) return onPool(j)
+    if (this.onPool()) return onPool(j)
     return new Promise((resolve) => {
       this.queue.push({ job: j, resolve })
       if (this.scheduled) return
@@ -163,21 +182,38 @@ export class SignatureThreads {
     await Promise.all(this.threads.map((t) => t.worker.terminate()))
   }
 
+  /** Whether checks go to the pool now: threads failed MAX_FAILURES times in a row, lately. */
+  private onPool(): boolean {
+    if (this.failures < MAX_FAILURES) return false
+    if (performance.now() < this.retryAt) return true
+    this.failures = MAX_FAILURES - 1 // one more try; its failure sends checks back to the pool
+    return false
+  }
+
+  private failed(): void {
+    this.failures++
+    if (this.failures >= MAX_FAILURES) this.retryAt = performance.now() + this.retryAfterMs
+  }
+
   private flush(): void {
     this.scheduled = false
     const batch = this.queue
     this.queue = []
-    if (batch.length === 0) return
-    if (this.failures >= MAX_FAILURES) {
-      allOnPool(batch)
-      return
+    // A large batch (a burst of slow ES512 checks) is shared among the threads.
+    for (let at = 0; at < batch.length; at += SPREAD_AT) {
+      const part = batch.slice(at, at + SPREAD_AT)
+      if (this.onPool()) allOnPool(part)
+      else this.send(part)
     }
+  }
+
+  private send(batch: Pending[]): void {
     let thread: Thread
     try {
       thread = this.pick()
     } catch {
       // No thread could be started (the process is out of memory or threads, say).
-      this.failures++
+      this.failed()
       allOnPool(batch)
       return
     }
@@ -188,7 +224,11 @@ export class SignatureThreads {
       allOnPool(batch)
       return
     }
-    if (thread.checks === 0) thread.worker.ref() // an answer is due: keep the process up for it
+    if (thread.checks === 0) {
+      thread.worker.ref() // an answer is due: keep the process up for it
+      thread.deadline = setTimeout(() => this.giveUp(thread), this.deadlineMs)
+      thread.deadline.unref()
+    }
     thread.batches.push(batch)
     thread.checks += batch.length
   }
@@ -210,28 +250,44 @@ export class SignatureThreads {
   private start(): Thread {
     const worker = this.spawn()
     worker.unref()
-    const thread: Thread = { worker, batches: [], checks: 0 }
+    const thread: Thread = { worker, batches: [], checks: 0, deadline: undefined, gone: false }
     this.threads.push(thread)
-    worker.on('message', (answers: Uint8Array) => {
-      const batch = thread.batches.shift()
-      if (batch === undefined) return
+    worker.on('message', (answers: unknown) => {
+      if (thread.gone) return
+      const batch = thread.batches[0]
+      // Anything but one byte per check of the oldest batch: the order is lost, the thread goes.
+      if (!(answers instanceof Uint8Array) || answers.length !== batch?.length) {
+        this.giveUp(thread)
+        return
+      }
+      thread.batches.shift()
       this.failures = 0
       thread.checks -= batch.length
-      if (thread.checks === 0) worker.unref()
+      if (thread.checks === 0) {
+        clearTimeout(thread.deadline)
+        worker.unref()
+      } else thread.deadline?.refresh()
       for (let i = 0; i < batch.length; i++) batch[i]?.resolve(answers[i] === 1)
     })
-    // An answer that cannot be read leaves the order unknown: the thread is replaced.
-    worker.on('messageerror', () => void worker.terminate())
-    worker.on('error', () => {}) // its 'exit' follows
-    worker.on('exit', () => {
-      const at = this.threads.indexOf(thread)
-      if (at >= 0) this.threads.splice(at, 1)
-      if (thread.batches.length > 0) this.failures++
-      for (const batch of thread.batches) allOnPool(batch)
-      thread.batches = []
-      thread.checks = 0
-    })
+    worker.on('messageerror', () => this.giveUp(thread))
+    worker.on('error', () => this.giveUp(thread))
+    worker.on('exit', () => this.giveUp(thread))
     return thread
+  }
+
+  /** Stops using a thread: the checks it owes are checked on the pool, and it is ended. */
+  private giveUp(thread: Thread): void {
+    if (thread.gone) return
+    thread.gone = true
+    clearTimeout(thread.deadline)
+    const at = this.threads.indexOf(thread)
+    if (at >= 0) this.threads.splice(at, 1)
+    if (thread.batches.length > 0) this.failed()
+    for (const batch of thread.batches) allOnPool(batch)
+    thread.batches = []
+    thread.checks = 0
+    thread.worker.unref()
+    void thread.worker.terminate()
   }
 }
 

@@ -94,6 +94,25 @@ describe('verifyJwt (node:crypto signatures, jose claims) agrees with jose jwtVe
     )
   })
 
+  it('refuses a token with a character outside base64url, even one whose low byte is one', async () => {
+    const rs = await keyPair('RS256')
+    const jwks = { keys: [rs.jwk] }
+    const token = await sign(rs, 'RS256')
+    const [header, payload, signature] = token.split('.') as [string, string, string]
+    // U+0100 + c has the low byte of c: decoders that keep only that byte read the same token.
+    const wide = (part: string, at: number) =>
+      `${part.slice(0, at)}${String.fromCharCode(0x100 + part.charCodeAt(at))}${part.slice(at + 1)}`
+    for (const forged of [
+      `${wide(header, 3)}.${payload}.${signature}`,
+      `${header}.${wide(payload, 5)}.${signature}`,
+      `${header}.${payload}.${wide(signature, 7)}`,
+      `${header}.${payload}.${signature}=`,
+    ]) {
+      expect(await same(forged, jwks)).toBe('JWSInvalid')
+    }
+    expect(await same(token, jwks)).toBe(`ok ${JSON.stringify(CLAIMS)}`)
+  })
+
   it('refuses algorithms outside the list, alg none, HMAC and crit extensions', async () => {
     const rs = await keyPair('RS256')
     const jwks = { keys: [rs.jwk] }

@@ -1,7 +1,11 @@
 import { constants, generateKeyPairSync, type KeyObject, sign } from 'node:crypto'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type SignatureCheck, SignatureThreads } from '../../src/jwt/signature-threads.js'
+import {
+  type SignatureCheck,
+  SignatureThreads,
+  type SignatureThreadsOptions,
+} from '../../src/jwt/signature-threads.js'
 
 const PKCS1 = constants.RSA_PKCS1_PADDING
 const PSS = constants.RSA_PKCS1_PSS_PADDING
@@ -83,8 +87,8 @@ function cases(n: number): { check: SignatureCheck; valid: boolean; what: string
 }
 
 const started: SignatureThreads[] = []
-function threads(size: number, spawn?: () => Worker): SignatureThreads {
-  const t = new SignatureThreads(size, spawn)
+function threads(size: number, options?: SignatureThreadsOptions): SignatureThreads {
+  const t = new SignatureThreads(size, options)
   started.push(t)
   return t
 }
@@ -94,6 +98,35 @@ afterEach(async () => {
 
 /** Lets the queued checks go out as a batch (the hand-off runs after the poll phase). */
 const handedOver = () => new Promise((r) => setImmediate(r))
+
+/** A thread that takes batches and never answers. */
+const silent = () =>
+  new Worker("require('node:worker_threads').parentPort.on('message', () => {})", { eval: true })
+
+/** A thread that answers every batch with `answer` (source of a JS expression of `jobs`). */
+const answering = (answer: string) => () =>
+  new Worker(
+    `const { parentPort } = require('node:worker_threads')
+     parentPort.on('message', (jobs) => parentPort.postMessage(${answer}))`,
+    { eval: true },
+  )
+
+/** Checks of every family, a third of them valid, and the answers they must get. */
+function mixed(count: number) {
+  const all = Array.from({ length: count }, (_, n) => cases(n)).flat()
+  return { checks: all.map((c) => c.check), expected: all.map((c) => c.valid) }
+}
+
+/** A slow check (RSA 4096, SHA-512): valid, or with another input's signature. */
+const slow = generateKeyPairSync('rsa', { modulusLength: 4096 })
+const SLOW = family('RS512', slow.privateKey, slow.publicKey, { hash: 'sha512', padding: PKCS1 })
+const SLOW_INPUT = 'eyJhbGciOiJSUzUxMiJ9.eyJzdWIiOiJzbG93In0'
+const slowGood: SignatureCheck = {
+  ...SLOW.check,
+  input: SLOW_INPUT,
+  signature: SLOW.sign(SLOW_INPUT),
+}
+const slowBad: SignatureCheck = { ...slowGood, signature: SLOW.sign(`${SLOW_INPUT}x`) }
 
 describe('signature checks on threads of their own', () => {
   it('answers each check of a batch of every algorithm family, valid or not, as its own', async () => {
@@ -118,71 +151,107 @@ describe('signature checks on threads of their own', () => {
 
   it('keeps to one thread while it keeps up, and spreads batches once it is 16 checks behind', async () => {
     const pool = threads(2)
-    const few = Array.from({ length: 10 }, (_, n) => cases(4 * n)).flat()
-    expect(await Promise.all(few.map((c) => pool.check(c.check)))).toEqual(few.map(() => true))
+    const few = mixed(6) // 10 checks, one batch
+    expect(await Promise.all(few.checks.map((c) => pool.check(c)))).toEqual(few.expected)
     expect(pool.running).toBe(1)
-    const slow = generateKeyPairSync('rsa', { modulusLength: 4096 })
-    const f = family('RS512', slow.privateKey, slow.publicKey, { hash: 'sha512', padding: PKCS1 })
-    const input = 'eyJhbGciOiJSUzUxMiJ9.eyJzdWIiOiJiZWhpbmQifQ'
-    const good = { ...f.check, input, signature: f.sign(input) }
-    const behind = Array.from({ length: 200 }, () => pool.check(good))
-    await handedOver() // one batch of 200 to the first thread
-    const next = Array.from({ length: 5 }, () => pool.check(good))
-    await handedOver() // the first thread is 200 behind: a second one takes these
+    // One turn's 40 slow checks are split: 16 to the first thread, then a second one starts.
+    const burst = Array.from({ length: 40 }, (_, i) => (i % 3 ? slowGood : slowBad))
+    const answers = Promise.all(burst.map((c) => pool.check(c)))
+    await handedOver()
     expect(pool.running).toBe(2)
-    expect(await Promise.all([...behind, ...next])).toEqual(Array(205).fill(true))
+    expect(await answers).toEqual(burst.map((c) => c === slowGood))
     expect(() => new SignatureThreads(0)).toThrow(RangeError)
   })
 
-  it('answers the checks a failed thread held on the pool, and starts a new thread for the next', async () => {
-    const pool = threads(1)
-    const slow = generateKeyPairSync('rsa', { modulusLength: 4096 })
-    const f = family('RS512', slow.privateKey, slow.publicKey, { hash: 'sha512', padding: PKCS1 })
-    const input = 'eyJhbGciOiJSUzUxMiJ9.eyJzdWIiOiJzbG93In0'
-    const good = { ...f.check, input, signature: f.sign(input) }
-    const bad = { ...good, signature: f.sign(`${input}x`) }
-    const held = Array.from({ length: 400 }, (_, i) => pool.check(i % 2 ? bad : good))
+  it('answers the checks of a thread that stops before answering on the pool, and starts a new thread for the next', async () => {
+    let spawned = 0
+    const pool = threads(1, {
+      spawn: () => (++spawned === 1 ? silent() : answering('new Uint8Array(jobs.length)')()),
+    })
+    const { checks, expected } = mixed(40)
+    const held = Promise.all(checks.map((c) => pool.check(c)))
     await handedOver()
     expect(pool.running).toBe(1)
-    await pool.stop() // the thread ends with the batch unanswered
-    const answers = await Promise.all(held)
-    expect(answers).toEqual(Array.from({ length: 400 }, (_, i) => i % 2 === 0))
-    expect(await pool.check(good)).toBe(true)
-    expect(pool.running).toBe(1)
+    await pool.stop() // the silent thread ends owing every answer
+    expect(await held).toEqual(expected)
+    // The next thread answers "invalid" to everything: the answers come from it, in order.
+    expect(await pool.check(slowGood)).toBe(false)
+    expect(spawned).toBe(2)
   })
 
-  it('keeps every check on the pool after three failures in a row, and answers them', async () => {
-    const pool = threads(1)
-    const [c] = cases(0)
-    if (!c) throw new Error('no case')
-    for (let i = 0; i < 3; i++) {
-      const held = pool.check(c.check)
-      await handedOver()
-      await pool.stop()
-      expect(await held).toBe(true)
-    }
-    expect(pool.running).toBe(0)
-    expect(await pool.check(c.check)).toBe(true)
-    expect(pool.running).toBe(0)
-  })
-
-  it('answers every check when threads fail as they start, or cannot start at all', async () => {
+  it('gives up a thread that owes an answer past the deadline, and checks its batch on the pool', async () => {
     let spawned = 0
-    const dying = threads(1, () => {
-      spawned++
-      return new Worker('process.exit(3)', { eval: true })
+    const pool = threads(1, {
+      deadlineMs: 100,
+      spawn: () => {
+        spawned++
+        return silent()
+      },
     })
-    const refused = threads(1, () => {
-      spawned++
-      throw new Error('no more threads')
+    const { checks, expected } = mixed(20)
+    expect(await Promise.all(checks.map((c) => pool.check(c)))).toEqual(expected)
+    expect(pool.running).toBe(0)
+    expect(spawned).toBe(1)
+  })
+
+  it('never takes an answer that is not one byte per check of the batch: forged checks still fail', async () => {
+    // Answers "valid" to everything, with one byte too many, too few, or not as bytes.
+    for (const answer of [
+      'new Uint8Array(jobs.length + 1).fill(1)',
+      'new Uint8Array(Math.max(0, jobs.length - 1)).fill(1)',
+      'Array(jobs.length).fill(1)',
+      "'1'.repeat(jobs.length)",
+    ]) {
+      const pool = threads(1, { spawn: answering(answer) })
+      const { checks, expected } = mixed(20)
+      expect(await Promise.all(checks.map((c) => pool.check(c))), answer).toEqual(expected)
+      expect(pool.running, answer).toBe(0)
+    }
+  })
+
+  it('keeps checks on the pool for a while after three failures in a row, then tries a thread again', async () => {
+    let spawned = 0
+    const pool = threads(1, {
+      deadlineMs: 50,
+      retryAfterMs: 400,
+      spawn: () => {
+        spawned++
+        return silent()
+      },
+    })
+    for (let i = 0; i < 3; i++) expect(await pool.check(slowGood)).toBe(true)
+    expect(spawned).toBe(3)
+    // On the pool: answered at once, no thread started.
+    const { checks, expected } = mixed(20)
+    expect(await Promise.all(checks.map((c) => pool.check(c)))).toEqual(expected)
+    expect(spawned).toBe(3)
+    expect(pool.running).toBe(0)
+    await new Promise((r) => setTimeout(r, 450))
+    expect(await pool.check(slowBad)).toBe(false)
+    expect(spawned).toBe(4)
+  })
+
+  it('answers every check when threads exit as they start, or cannot start at all', async () => {
+    let spawned = 0
+    const dying = threads(1, {
+      spawn: () => {
+        spawned++
+        return new Worker('process.exit(3)', { eval: true })
+      },
+    })
+    const refused = threads(1, {
+      spawn: () => {
+        spawned++
+        throw new Error('no more threads')
+      },
     })
     for (const pool of [dying, refused]) {
       spawned = 0
-      const all = Array.from({ length: 40 }, (_, n) => cases(n)).flat()
+      const { checks, expected } = mixed(40)
       // One batch per try: each fails, three in a row leave every check on the pool.
       for (let round = 0; round < 4; round++) {
-        const answers = await Promise.all(all.map((c) => pool.check(c.check)))
-        expect(answers).toEqual(all.map((c) => c.valid))
+        const answers = await Promise.all(checks.map((c) => pool.check(c)))
+        expect(answers).toEqual(expected)
       }
       expect(spawned).toBe(3)
       expect(pool.running).toBe(0)
