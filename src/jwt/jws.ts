@@ -7,7 +7,7 @@ import {
   UnsecuredJWT,
 } from 'jose'
 import { rsaExponentRefusal } from './key-strength.js'
-import { signatureThreads } from './signature-threads.js'
+import { type AlgorithmOptions, signatureThreads } from './signature-threads.js'
 
 /**
  * Compact JWT verification with node:crypto's one-shot `verify`, run on threads of its own in
@@ -47,6 +47,17 @@ const SPECS: Record<string, AlgSpec> = {
   ES512: { hash: 'sha512', keyTypes: ['ec'], curve: 'secp521r1', signatureBytes: 132 },
   EdDSA: { hash: null, keyTypes: ['ed25519', 'ed448'] },
 }
+
+/** Each algorithm's options for `verify` (besides the key), made once. */
+const VERIFY_OPTIONS = new Map<string, AlgorithmOptions>(
+  Object.entries(SPECS).map(([alg, spec]) => {
+    const options: AlgorithmOptions = {}
+    if (spec.padding !== undefined) options.padding = spec.padding
+    if (spec.saltLength !== undefined) options.saltLength = spec.saltLength
+    if (spec.signatureBytes !== undefined) options.dsaEncoding = 'ieee-p1363'
+    return [alg, options]
+  }),
+)
 
 type CryptoKey = webcrypto.CryptoKey
 
@@ -162,11 +173,10 @@ export async function verifyJwt(
   checkKey(alg, spec, key)
   const valid = await signatureThreads.check({
     hash: spec.hash,
+    options: VERIFY_OPTIONS.get(alg) ?? {}, // every alg of SPECS has its options
+    bytes: spec.signatureBytes ?? -1,
     input: `${encodedHeader}.${payload}`,
     key,
-    padding: spec.padding,
-    saltLength: spec.saltLength,
-    signatureBytes: spec.signatureBytes,
     signature: encodedSignature,
   })
   if (!valid) {

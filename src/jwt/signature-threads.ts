@@ -19,47 +19,25 @@ import { Worker } from 'node:worker_threads'
  * MAX_FAILURES failures in a row every check stays on the pool for a minute.
  */
 
+/** What `verify` takes for one algorithm besides the key: one object per algorithm, made once. */
+export interface AlgorithmOptions {
+  padding?: number
+  saltLength?: number
+  dsaEncoding?: 'ieee-p1363'
+}
+
 /** One check: node:crypto's `verify` arguments, with the signature still in base64url. */
 export interface SignatureCheck {
   /** The digest (`null` for EdDSA). */
   hash: string | null
+  options: AlgorithmOptions
+  /** ECDSA: the length of the raw r||s signature, any other does not verify; -1 for the others. */
+  bytes: number
   /** The JWS signing input, `header.payload` (base64url text). */
   input: string
   key: KeyObject
-  padding?: number | undefined
-  saltLength?: number | undefined
-  /** ECDSA: the length of the raw r||s signature; any other length does not verify. */
-  signatureBytes?: number | undefined
   /** base64url. */
   signature: string
-}
-
-/** The arguments of `verify` for a check (shared by the threads and the fallback). */
-interface VerifyJob {
-  hash: string | null
-  input: string
-  options: {
-    key: KeyObject
-    padding?: number
-    saltLength?: number
-    dsaEncoding?: 'ieee-p1363'
-  }
-  signature: string
-  bytes: number
-}
-
-function job(check: SignatureCheck): VerifyJob {
-  const options: VerifyJob['options'] = { key: check.key }
-  if (check.padding !== undefined) options.padding = check.padding
-  if (check.saltLength !== undefined) options.saltLength = check.saltLength
-  if (check.signatureBytes !== undefined) options.dsaEncoding = 'ieee-p1363'
-  return {
-    hash: check.hash,
-    input: check.input,
-    options,
-    signature: check.signature,
-    bytes: check.signatureBytes ?? -1,
-  }
 }
 
 /**
@@ -74,7 +52,8 @@ function valid(job) {
   try {
     const signature = Buffer.from(job.signature, 'base64url')
     if (job.bytes >= 0 && signature.length !== job.bytes) return 0
-    return verify(job.hash, Buffer.from(job.input, 'latin1'), job.options, signature) ? 1 : 0
+    const options = { ...job.options, key: job.key }
+    return verify(job.hash, Buffer.from(job.input, 'latin1'), options, signature) ? 1 : 0
   } catch {
     return 0
   }
@@ -87,12 +66,13 @@ parentPort.on('message', (jobs) => {
 `
 
 /** The same check on the libuv pool: the fallback while no thread can take it. */
-function onPool(j: VerifyJob): Promise<boolean> {
-  const signature = Buffer.from(j.signature, 'base64url')
-  if (j.bytes >= 0 && signature.length !== j.bytes) return Promise.resolve(false)
+function onPool(c: SignatureCheck): Promise<boolean> {
+  const signature = Buffer.from(c.signature, 'base64url')
+  if (c.bytes >= 0 && signature.length !== c.bytes) return Promise.resolve(false)
+  const options = { ...c.options, key: c.key }
   return new Promise((resolve) => {
     try {
-      verify(j.hash, Buffer.from(j.input, 'latin1'), j.options, signature, (err, ok) =>
+      verify(c.hash, Buffer.from(c.input, 'latin1'), options, signature, (err, ok) =>
         resolve(!err && ok),
       )
     } catch {
@@ -102,12 +82,12 @@ function onPool(j: VerifyJob): Promise<boolean> {
 }
 
 interface Pending {
-  job: VerifyJob
+  check: SignatureCheck
   resolve: (valid: boolean) => void
 }
 
 function allOnPool(batch: Pending[]): void {
-  for (const p of batch) void onPool(p.job).then(p.resolve)
+  for (const p of batch) void onPool(p.check).then(p.resolve)
 }
 
 interface Thread {
@@ -161,10 +141,9 @@ export class SignatureThreads {
 
   /** Resolves with whether the signature verifies; never rejects. */
   check(check: SignatureCheck): Promise<boolean> {
-    const j = job(check)
-    if (this.onPool()) return onPool(j)
+    if (this.onPool()) return onPool(check)
     return new Promise((resolve) => {
-      this.queue.push({ job: j, resolve })
+      this.queue.push({ check, resolve })
       if (this.scheduled) return
       this.scheduled = true
       // After the poll phase: every check the sockets' data of this turn produced goes in one batch.
@@ -218,7 +197,7 @@ export class SignatureThreads {
       return
     }
     try {
-      thread.worker.postMessage(batch.map((p) => p.job))
+      thread.worker.postMessage(batch.map((p) => p.check))
     } catch {
       // A job the thread cannot receive (a key that cannot be copied): checked on the pool.
       allOnPool(batch)
