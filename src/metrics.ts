@@ -1,6 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { SecondaryResult } from './jwt/authenticate.js'
+import { type SignatureThreads, THREAD_FAILURE_REASONS } from './jwt/signature-threads.js'
 import type { SignerKeys } from './jwt/signer-keys.js'
 import type { VerifiedTokenCache } from './jwt/verified-cache.js'
 import { type LoginEvent, loginFailureReason, secondaryReason } from './metrics/login-reasons.js'
@@ -21,6 +22,8 @@ export interface MetricSources {
   cache: VerifiedTokenCache
   /** Token verifications run, and those answered from the verified-token cache. */
   verifierStats: { verified: number; cacheHits: number }
+  /** Signature checks run on a signature thread and on the libuv pool, threads given up. */
+  signatureStats: SignatureThreads['stats']
 }
 
 /**
@@ -134,6 +137,33 @@ export class Metrics {
         this.inc({ result: 'miss' }, verified - seen.miss)
         seen.hit = cacheHits
         seen.miss = verified
+      },
+    })
+    const { signatureStats } = sources
+    const checksSeen = { thread: signatureStats.thread, pool: signatureStats.pool }
+    new Counter({
+      name: 'ctrl_signature_checks_total',
+      help: 'JWT signature checks, by where they ran (thread: a signature thread; pool: the libuv thread pool, while no thread can take them)',
+      labelNames: ['runner'],
+      registers,
+      collect() {
+        for (const runner of ['thread', 'pool'] as const) {
+          this.inc({ runner }, signatureStats[runner] - checksSeen[runner])
+          checksSeen[runner] = signatureStats[runner]
+        }
+      },
+    })
+    const failuresSeen = { ...signatureStats.failures }
+    new Counter({
+      name: 'ctrl_signature_thread_failures_total',
+      help: 'Signature threads given up (their checks then run on the libuv pool), by reason',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        for (const reason of THREAD_FAILURE_REASONS) {
+          this.inc({ reason }, signatureStats.failures[reason] - failuresSeen[reason])
+          failuresSeen[reason] = signatureStats.failures[reason]
+        }
       },
     })
     new Gauge({

@@ -16,7 +16,8 @@ import { Worker } from 'node:worker_threads'
  * A check that cannot run is a signature that does not verify (as with WebCrypto). A thread that
  * fails (it exits, answers what it was not asked, or owes an answer for 10 s) is given up: the
  * checks it held are run again on the libuv pool, and the next batch starts a new thread; after
- * MAX_FAILURES failures in a row every check stays on the pool for a minute.
+ * MAX_FAILURES failures in a row every check stays on the pool for a minute. Each thread given up
+ * is told to `onFailure` listeners (the app logs it) and counted in `stats` (the metrics).
  */
 
 /** What `verify` takes for one algorithm besides the key: one object per algorithm, made once. */
@@ -86,8 +87,24 @@ interface Pending {
   resolve: (valid: boolean) => void
 }
 
-function allOnPool(batch: Pending[]): void {
-  for (const p of batch) void onPool(p.check).then(p.resolve)
+/** Why a thread was given up (the label of `ctrl_signature_thread_failures_total`). */
+export const THREAD_FAILURE_REASONS = [
+  'spawn', // it could not be started
+  'exit', // it ended
+  'error', // it threw
+  'unreadable', // it sent a message that could not be read
+  'wrong_answer', // it answered anything but one byte per check of its oldest batch
+  'deadline', // it owed an answer for deadlineMs
+] as const
+export type ThreadFailureReason = (typeof THREAD_FAILURE_REASONS)[number]
+
+/** One thread given up, for the log and the metrics. */
+export interface ThreadFailure {
+  reason: ThreadFailureReason
+  /** Checks it owed, now run on the libuv pool. */
+  owed: number
+  /** Set when this failure sends every check to the pool for a while: how long (ms). */
+  poolForMs?: number
 }
 
 interface Thread {
@@ -126,6 +143,16 @@ export class SignatureThreads {
   private readonly spawn: () => Worker
   private readonly deadlineMs: number
   private readonly retryAfterMs: number
+  private readonly listeners = new Set<(failure: ThreadFailure) => void>()
+  /** Checks run so far, on a thread and on the libuv pool, and threads given up by reason. */
+  readonly stats = {
+    thread: 0,
+    pool: 0,
+    failures: Object.fromEntries(THREAD_FAILURE_REASONS.map((r) => [r, 0])) as Record<
+      ThreadFailureReason,
+      number
+    >,
+  }
 
   /** `size`: how many threads at most (they start as checks arrive). */
   constructor(
@@ -141,7 +168,10 @@ export class SignatureThreads {
 
   /** Resolves with whether the signature verifies; never rejects. */
   check(check: SignatureCheck): Promise<boolean> {
-    if (this.onPool()) return onPool(check)
+    if (this.onPool()) {
+      this.stats.pool++
+      return onPool(check)
+    }
     return new Promise((resolve) => {
       this.queue.push({ check, resolve })
       if (this.scheduled) return
@@ -149,6 +179,12 @@ export class SignatureThreads {
       // After the poll phase: every check the sockets' data of this turn produced goes in one batch.
       setImmediate(() => this.flush())
     })
+  }
+
+  /** Calls `listener` for every thread given up (to log it); returns what stops the calls. */
+  onFailure(listener: (failure: ThreadFailure) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
   }
 
   /** Threads running now (for tests). */
@@ -169,9 +205,33 @@ export class SignatureThreads {
     return false
   }
 
-  private failed(): void {
-    this.failures++
-    if (this.failures >= MAX_FAILURES) this.retryAt = performance.now() + this.retryAfterMs
+  /** A thread failed: tells the listeners, and after MAX_FAILURES in a row keeps to the pool. */
+  private failed(reason: ThreadFailureReason, owed: Pending[][]): void {
+    let checks = 0
+    for (const batch of owed) checks += batch.length
+    const failure: ThreadFailure = { reason, owed: checks }
+    this.stats.failures[reason]++
+    // A thread that ends or errs while it owes nothing failed too, but no check was held up.
+    if (checks > 0 || reason === 'spawn') {
+      this.failures++
+      if (this.failures >= MAX_FAILURES) {
+        this.retryAt = performance.now() + this.retryAfterMs
+        failure.poolForMs = this.retryAfterMs
+      }
+    }
+    for (const batch of owed) this.allOnPool(batch)
+    for (const listener of this.listeners) {
+      try {
+        listener(failure)
+      } catch {
+        // A listener's failure is not the check's.
+      }
+    }
+  }
+
+  private allOnPool(batch: Pending[]): void {
+    this.stats.pool += batch.length
+    for (const p of batch) void onPool(p.check).then(p.resolve)
   }
 
   private flush(): void {
@@ -181,7 +241,7 @@ export class SignatureThreads {
     // A large batch (a burst of slow ES512 checks) is shared among the threads.
     for (let at = 0; at < batch.length; at += SPREAD_AT) {
       const part = batch.slice(at, at + SPREAD_AT)
-      if (this.onPool()) allOnPool(part)
+      if (this.onPool()) this.allOnPool(part)
       else this.send(part)
     }
   }
@@ -192,24 +252,24 @@ export class SignatureThreads {
       thread = this.pick()
     } catch {
       // No thread could be started (the process is out of memory or threads, say).
-      this.failed()
-      allOnPool(batch)
+      this.failed('spawn', [batch])
       return
     }
     try {
       thread.worker.postMessage(batch.map((p) => p.check))
     } catch {
       // A job the thread cannot receive (a key that cannot be copied): checked on the pool.
-      allOnPool(batch)
+      this.allOnPool(batch)
       return
     }
     if (thread.checks === 0) {
       thread.worker.ref() // an answer is due: keep the process up for it
-      thread.deadline = setTimeout(() => this.giveUp(thread), this.deadlineMs)
+      thread.deadline = setTimeout(() => this.giveUp(thread, 'deadline'), this.deadlineMs)
       thread.deadline.unref()
     }
     thread.batches.push(batch)
     thread.checks += batch.length
+    this.stats.thread += batch.length
   }
 
   /**
@@ -236,7 +296,7 @@ export class SignatureThreads {
       const batch = thread.batches[0]
       // Anything but one byte per check of the oldest batch: the order is lost, the thread goes.
       if (!(answers instanceof Uint8Array) || answers.length !== batch?.length) {
-        this.giveUp(thread)
+        this.giveUp(thread, 'wrong_answer')
         return
       }
       thread.batches.shift()
@@ -248,25 +308,25 @@ export class SignatureThreads {
       } else thread.deadline?.refresh()
       for (let i = 0; i < batch.length; i++) batch[i]?.resolve(answers[i] === 1)
     })
-    worker.on('messageerror', () => this.giveUp(thread))
-    worker.on('error', () => this.giveUp(thread))
-    worker.on('exit', () => this.giveUp(thread))
+    worker.on('messageerror', () => this.giveUp(thread, 'unreadable'))
+    worker.on('error', () => this.giveUp(thread, 'error'))
+    worker.on('exit', () => this.giveUp(thread, 'exit'))
     return thread
   }
 
   /** Stops using a thread: the checks it owes are checked on the pool, and it is ended. */
-  private giveUp(thread: Thread): void {
+  private giveUp(thread: Thread, reason: ThreadFailureReason): void {
     if (thread.gone) return
     thread.gone = true
     clearTimeout(thread.deadline)
     const at = this.threads.indexOf(thread)
     if (at >= 0) this.threads.splice(at, 1)
-    if (thread.batches.length > 0) this.failed()
-    for (const batch of thread.batches) allOnPool(batch)
+    const owed = thread.batches
     thread.batches = []
     thread.checks = 0
     thread.worker.unref()
     void thread.worker.terminate()
+    this.failed(reason, owed)
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type SignatureCheck,
   SignatureThreads,
   type SignatureThreadsOptions,
+  type ThreadFailure,
 } from '../../src/jwt/signature-threads.js'
 
 const PKCS1 = constants.RSA_PKCS1_PADDING
@@ -97,6 +98,13 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((t) => t.stop()))
 })
 
+/** Every failure `pool` tells its listeners of, as it happens. */
+function failuresOf(pool: SignatureThreads): ThreadFailure[] {
+  const told: ThreadFailure[] = []
+  pool.onFailure((f) => told.push(f))
+  return told
+}
+
 /** Lets the queued checks go out as a batch (the hand-off runs after the poll phase). */
 const handedOver = () => new Promise((r) => setImmediate(r))
 
@@ -138,6 +146,8 @@ describe('signature checks on threads of their own', () => {
       all.map((c) => `${c.what}: ${c.valid}`),
     )
     expect(all.filter((c) => c.valid).length).toBeGreaterThan(30)
+    expect(pool.stats).toMatchObject({ thread: all.length, pool: 0 })
+    expect(Object.values(pool.stats.failures)).toEqual([0, 0, 0, 0, 0, 0])
     expect(pool.running).toBeGreaterThanOrEqual(1)
     expect(pool.running).toBeLessThanOrEqual(2)
   })
@@ -169,12 +179,16 @@ describe('signature checks on threads of their own', () => {
     const pool = threads(1, {
       spawn: () => (++spawned === 1 ? silent() : answering('new Uint8Array(jobs.length)')()),
     })
+    const told = failuresOf(pool)
     const { checks, expected } = mixed(40)
     const held = Promise.all(checks.map((c) => pool.check(c)))
     await handedOver()
     expect(pool.running).toBe(1)
     await pool.stop() // the silent thread ends owing every answer
     expect(await held).toEqual(expected)
+    expect(told).toEqual([{ reason: 'exit', owed: checks.length }])
+    expect(pool.stats).toMatchObject({ thread: checks.length, pool: checks.length })
+    expect(pool.stats.failures.exit).toBe(1)
     // The next thread answers "invalid" to everything: the answers come from it, in order.
     expect(await pool.check(slowGood)).toBe(false)
     expect(spawned).toBe(2)
@@ -189,10 +203,12 @@ describe('signature checks on threads of their own', () => {
         return silent()
       },
     })
+    const told = failuresOf(pool)
     const { checks, expected } = mixed(20)
     expect(await Promise.all(checks.map((c) => pool.check(c)))).toEqual(expected)
     expect(pool.running).toBe(0)
     expect(spawned).toBe(1)
+    expect(told).toEqual([{ reason: 'deadline', owed: checks.length }])
   })
 
   it('never takes an answer that is not one byte per check of the batch: forged checks still fail', async () => {
@@ -204,9 +220,11 @@ describe('signature checks on threads of their own', () => {
       "'1'.repeat(jobs.length)",
     ]) {
       const pool = threads(1, { spawn: answering(answer) })
+      const told = failuresOf(pool)
       const { checks, expected } = mixed(20)
       expect(await Promise.all(checks.map((c) => pool.check(c))), answer).toEqual(expected)
       expect(pool.running, answer).toBe(0)
+      expect(told, answer).toEqual([{ reason: 'wrong_answer', owed: checks.length }])
     }
   })
 
@@ -220,13 +238,21 @@ describe('signature checks on threads of their own', () => {
         return silent()
       },
     })
+    const told = failuresOf(pool)
     for (let i = 0; i < 3; i++) expect(await pool.check(slowGood)).toBe(true)
     expect(spawned).toBe(3)
+    // The third failure in a row says for how long checks stay on the pool.
+    expect(told).toEqual([
+      { reason: 'deadline', owed: 1 },
+      { reason: 'deadline', owed: 1 },
+      { reason: 'deadline', owed: 1, poolForMs: 400 },
+    ])
     // On the pool: answered at once, no thread started.
     const { checks, expected } = mixed(20)
     expect(await Promise.all(checks.map((c) => pool.check(c)))).toEqual(expected)
     expect(spawned).toBe(3)
     expect(pool.running).toBe(0)
+    expect(pool.stats).toMatchObject({ thread: 3, pool: 3 + checks.length })
     await new Promise((r) => setTimeout(r, 450))
     expect(await pool.check(slowBad)).toBe(false)
     expect(spawned).toBe(4)
@@ -246,8 +272,12 @@ describe('signature checks on threads of their own', () => {
         throw new Error('no more threads')
       },
     })
-    for (const pool of [dying, refused]) {
+    for (const [pool, reason] of [
+      [dying, 'exit'],
+      [refused, 'spawn'],
+    ] as const) {
       spawned = 0
+      const told = failuresOf(pool)
       const { checks, expected } = mixed(40)
       // One batch per try: each fails, three in a row leave every check on the pool.
       for (let round = 0; round < 4; round++) {
@@ -256,6 +286,10 @@ describe('signature checks on threads of their own', () => {
       }
       expect(spawned).toBe(3)
       expect(pool.running).toBe(0)
+      expect(told.map((f) => f.reason)).toEqual([reason, reason, reason])
+      expect(told[2]?.poolForMs).toBe(60_000)
+      expect(pool.stats.failures[reason]).toBe(3)
+      expect(pool.stats.pool).toBe(4 * checks.length)
     }
   })
 })

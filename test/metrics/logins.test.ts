@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { THREAD_FAILURE_REASONS } from '../../src/jwt/signature-threads.js'
 import { LOGIN_REASONS } from '../../src/metrics/login-reasons.js'
 import {
   ADMIN_PASSWORD,
@@ -135,6 +136,26 @@ forEachStore(() => {
           reason: 'rate_limited',
         }),
       ).toBe(1)
+    })
+  })
+
+  describe('ctrl_signature_checks_total and ctrl_signature_thread_failures_total', () => {
+    it('counts each signature check by where it ran, and threads given up by reason', async () => {
+      const s = await setup()
+      const checks = async (runner: string) =>
+        (await s.scrape()).value('ctrl_signature_checks_total', { runner })
+      expect(await checks('thread')).toBe(0)
+      expect(await s.jwtLogin(await s.sign({ sub: s.ids.alice }))).toBe(200)
+      expect(await checks('thread')).toBe(1)
+      // A forged signature is checked too; a kid the signer lacks never reaches a check.
+      expect(await s.jwtLogin(await s.sign({ sub: s.ids.alice }, { key: stranger }))).toBe(401)
+      expect(await s.jwtLogin(await s.sign({ sub: s.ids.alice }, { kid: 'k2' }))).toBe(401)
+      expect(await checks('thread')).toBe(2)
+      expect(await checks('pool')).toBe(0)
+      const failures = (await s.scrape()).matching('ctrl_signature_thread_failures_total')
+      expect(failures.map((f) => [f.labels.reason, f.value]).sort()).toEqual(
+        [...THREAD_FAILURE_REASONS].sort().map((reason) => [reason, 0]),
+      )
     })
   })
 
