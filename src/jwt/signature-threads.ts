@@ -144,7 +144,7 @@ export class SignatureThreads {
   private readonly deadlineMs: number
   private readonly retryAfterMs: number
   private readonly listeners = new Set<(failure: ThreadFailure) => void>()
-  /** Checks run so far, on a thread and on the libuv pool, and threads given up by reason. */
+  /** Checks answered so far by a thread and by the libuv pool, and threads given up by reason. */
   readonly stats = {
     thread: 0,
     pool: 0,
@@ -269,7 +269,6 @@ export class SignatureThreads {
     }
     thread.batches.push(batch)
     thread.checks += batch.length
-    this.stats.thread += batch.length
   }
 
   /**
@@ -302,6 +301,7 @@ export class SignatureThreads {
       thread.batches.shift()
       this.failures = 0
       thread.checks -= batch.length
+      this.stats.thread += batch.length
       if (thread.checks === 0) {
         clearTimeout(thread.deadline)
         worker.unref()
