@@ -8,7 +8,7 @@ import type { ControllerDirectory } from './enrollment/controllers.js'
 import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { bootstrapAdmin } from './identities/bootstrap-admin.js'
 import type { Resolver } from './jwt/jwks-fetch.js'
-import { signatureThreads } from './jwt/signature-threads.js'
+import { logThreadFailures, signatureThreads } from './jwt/signature-threads.js'
 import { loggerOptions, redaction } from './logger.js'
 import { httpMetrics } from './metrics/http.js'
 import type { Metrics } from './metrics.js'
@@ -129,9 +129,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     signatureStats: signatureThreads.stats,
   })
   // A signature thread given up is worth a line: its checks run on the libuv pool meanwhile.
-  const unwatchThreads = signatureThreads.onFailure((failure) =>
-    app.log.warn(failure, 'signature thread given up; its checks run on the libuv thread pool'),
-  )
+  const unwatchThreads = logThreadFailures(signatureThreads, app.log)
   app.addHook('onClose', async () => {
     unwatchThreads()
   })

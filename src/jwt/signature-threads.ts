@@ -330,6 +330,16 @@ export class SignatureThreads {
   }
 }
 
+/** Logs each thread `threads` gives up at warn (reason, checks owed, time on the pool); returns what stops it. */
+export function logThreadFailures(
+  threads: SignatureThreads,
+  log: { warn: (failure: ThreadFailure, message: string) => void },
+): () => void {
+  return threads.onFailure((failure) =>
+    log.warn(failure, 'signature thread given up; its checks run on the libuv thread pool'),
+  )
+}
+
 /**
  * The process's threads: as many as cores, at most four. One takes every check while it keeps up
  * (an RS256 check takes some 20 µs, an ES256 one 60 µs); more start only while slower checks

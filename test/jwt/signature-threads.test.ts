@@ -1,8 +1,11 @@
 import { constants, generateKeyPairSync, type KeyObject, sign } from 'node:crypto'
+import { Writable } from 'node:stream'
 import { Worker } from 'node:worker_threads'
+import pino from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   type AlgorithmOptions,
+  logThreadFailures,
   type SignatureCheck,
   SignatureThreads,
   type SignatureThreadsOptions,
@@ -293,5 +296,44 @@ describe('signature checks on threads of their own', () => {
       expect(pool.stats.failures[reason]).toBe(3)
       expect(pool.stats.pool).toBe(4 * checks.length)
     }
+  })
+
+  it('logs each thread given up at warn, with its reason, the checks it owed and the time on the pool', async () => {
+    const lines: Record<string, unknown>[] = []
+    const log = pino(
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(JSON.parse(String(chunk)))
+          done()
+        },
+      }),
+    )
+    const pool = threads(1, {
+      retryAfterMs: 100,
+      spawn: () => {
+        throw new Error('no more threads')
+      },
+    })
+    const stop = logThreadFailures(pool, log)
+    for (let i = 0; i < 3; i++) expect(await pool.check(slowGood)).toBe(true)
+    const logged = lines.map(({ level, msg, reason, owed, poolForMs }) => ({
+      level,
+      msg,
+      reason,
+      owed,
+      poolForMs,
+    }))
+    const msg = 'signature thread given up; its checks run on the libuv thread pool'
+    expect(logged).toEqual([
+      { level: 40, msg, reason: 'spawn', owed: 1, poolForMs: undefined },
+      { level: 40, msg, reason: 'spawn', owed: 1, poolForMs: undefined },
+      { level: 40, msg, reason: 'spawn', owed: 1, poolForMs: 100 },
+    ])
+    // Once stopped, a thread that fails again (after the back-off) is counted, not logged.
+    stop()
+    await new Promise((r) => setTimeout(r, 150))
+    expect(await pool.check(slowBad)).toBe(false)
+    expect(pool.stats.failures.spawn).toBe(4)
+    expect(lines).toHaveLength(3)
   })
 })
