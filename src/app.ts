@@ -128,11 +128,6 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     verifierStats: services.verifier.stats,
     signatureStats: signatureThreads.stats,
   })
-  // A signature thread given up is worth a line: its checks run on the libuv pool meanwhile.
-  const unwatchThreads = logThreadFailures(signatureThreads, app.log)
-  app.addHook('onClose', async () => {
-    unwatchThreads()
-  })
   const auth = metrics ? { ...services.auth, onSecondary: metrics.secondary } : services.auth
   const sessions: SessionRoutesOptions = {
     auth,
@@ -183,7 +178,18 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       : undefined,
   })
 
-  await app.ready()
+  // A signature thread given up is worth a line: its checks run on the libuv pool meanwhile. The
+  // threads are the process's: an app that does not come up leaves no listener behind.
+  const unwatchThreads = logThreadFailures(signatureThreads, app.log)
+  app.addHook('onClose', async () => {
+    unwatchThreads()
+  })
+  try {
+    await app.ready()
+  } catch (err) {
+    unwatchThreads()
+    throw err
+  }
   return app
 }
 

@@ -28,8 +28,10 @@ export interface MetricSources {
 
 /**
  * The Prometheus metrics of one app instance, in a registry of its own (never prom-client's global
- * one, so that several apps, as in the tests, each count their own). Every label value comes from a
- * fixed set or from stored data (route patterns, signer ids), never from a request's raw input.
+ * one, so that several apps, as in the tests, each count their own; the signature threads and the
+ * PostgreSQL statements are the process's, counted from the registry's creation). Every label value
+ * comes from a fixed set or from stored data (route patterns, signer ids), never from a request's
+ * raw input.
  */
 export class Metrics {
   readonly registry = new Registry()
@@ -143,7 +145,7 @@ export class Metrics {
     const checksSeen = { thread: signatureStats.thread, pool: signatureStats.pool }
     new Counter({
       name: 'ctrl_signature_checks_total',
-      help: 'JWT signature checks, by where they ran (thread: a signature thread; pool: the libuv thread pool, while no thread can take them)',
+      help: 'JWT signature checks of the process, by where they were answered (thread: a signature thread; pool: the libuv thread pool, while no thread can take them)',
       labelNames: ['runner'],
       registers,
       collect() {
@@ -156,7 +158,7 @@ export class Metrics {
     const failuresSeen = { ...signatureStats.failures }
     new Counter({
       name: 'ctrl_signature_thread_failures_total',
-      help: 'Signature threads given up (their checks then run on the libuv pool), by reason',
+      help: 'Signature threads of the process given up (their checks then run on the libuv pool), by reason',
       labelNames: ['reason'],
       registers,
       collect() {

@@ -101,6 +101,8 @@ export type ThreadFailureReason = (typeof THREAD_FAILURE_REASONS)[number]
 /** One thread given up, for the log and the metrics. */
 export interface ThreadFailure {
   reason: ThreadFailureReason
+  /** `exit`: the thread's exit code; `error`: the error's code, when it has one. */
+  code?: number | string
   /** Checks it owed, now run on the libuv pool. */
   owed: number
   /** Set when this failure sends every check to the pool for a while: how long (ms). */
@@ -206,10 +208,10 @@ export class SignatureThreads {
   }
 
   /** A thread failed: tells the listeners, and after MAX_FAILURES in a row keeps to the pool. */
-  private failed(reason: ThreadFailureReason, owed: Pending[][]): void {
+  private failed(reason: ThreadFailureReason, owed: Pending[][], code?: number | string): void {
     let checks = 0
     for (const batch of owed) checks += batch.length
-    const failure: ThreadFailure = { reason, owed: checks }
+    const failure: ThreadFailure = { reason, ...(code === undefined ? {} : { code }), owed: checks }
     this.stats.failures[reason]++
     // A thread that ends or errs while it owes nothing failed too, but no check was held up.
     if (checks > 0 || reason === 'spawn') {
@@ -309,13 +311,13 @@ export class SignatureThreads {
       for (let i = 0; i < batch.length; i++) batch[i]?.resolve(answers[i] === 1)
     })
     worker.on('messageerror', () => this.giveUp(thread, 'unreadable'))
-    worker.on('error', () => this.giveUp(thread, 'error'))
-    worker.on('exit', () => this.giveUp(thread, 'exit'))
+    worker.on('error', (err: unknown) => this.giveUp(thread, 'error', errorCode(err)))
+    worker.on('exit', (exitCode: number) => this.giveUp(thread, 'exit', exitCode))
     return thread
   }
 
   /** Stops using a thread: the checks it owes are checked on the pool, and it is ended. */
-  private giveUp(thread: Thread, reason: ThreadFailureReason): void {
+  private giveUp(thread: Thread, reason: ThreadFailureReason, code?: number | string): void {
     if (thread.gone) return
     thread.gone = true
     clearTimeout(thread.deadline)
@@ -326,18 +328,42 @@ export class SignatureThreads {
     thread.checks = 0
     thread.worker.unref()
     void thread.worker.terminate()
-    this.failed(reason, owed)
+    this.failed(reason, owed, code)
   }
 }
 
-/** Logs each thread `threads` gives up at warn (reason, checks owed, time on the pool); returns what stops it. */
+/** A code that says why a thread erred (`ERR_WORKER_OUT_OF_MEMORY`, say); never its message. */
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/**
+ * Logs the threads `threads` gives up at warn (reason, code, checks owed, time on the pool), at
+ * most one line per `everyMs`: a line says how many more failed since the previous one
+ * (`alsoFailed`), so a thread that dies after every batch cannot flood the log (the metrics count
+ * every failure). Returns what stops it.
+ */
 export function logThreadFailures(
   threads: SignatureThreads,
-  log: { warn: (failure: ThreadFailure, message: string) => void },
+  log: { warn: (failure: ThreadFailure & { alsoFailed?: number }, message: string) => void },
+  everyMs = 60_000,
 ): () => void {
-  return threads.onFailure((failure) =>
-    log.warn(failure, 'signature thread given up; its checks run on the libuv thread pool'),
-  )
+  let lastAt = Number.NEGATIVE_INFINITY
+  let since = 0
+  return threads.onFailure((failure) => {
+    const now = performance.now()
+    if (now - lastAt < everyMs) {
+      since++
+      return
+    }
+    lastAt = now
+    log.warn(
+      since > 0 ? { ...failure, alsoFailed: since } : failure,
+      'signature thread given up; its checks run on the libuv thread pool',
+    )
+    since = 0
+  })
 }
 
 /**

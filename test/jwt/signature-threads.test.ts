@@ -189,7 +189,7 @@ describe('signature checks on threads of their own', () => {
     expect(pool.running).toBe(1)
     await pool.stop() // the silent thread ends owing every answer
     expect(await held).toEqual(expected)
-    expect(told).toEqual([{ reason: 'exit', owed: checks.length }])
+    expect(told).toEqual([{ reason: 'exit', code: expect.any(Number), owed: checks.length }])
     // Counted where they were answered: on the pool, not on the thread that never did.
     expect(pool.stats).toMatchObject({ thread: 0, pool: checks.length })
     expect(pool.stats.failures.exit).toBe(1)
@@ -237,7 +237,7 @@ describe('signature checks on threads of their own', () => {
     let spawned = 0
     const pool = threads(1, {
       deadlineMs: 50,
-      retryAfterMs: 400,
+      retryAfterMs: 2000,
       spawn: () => {
         spawned++
         return silent()
@@ -250,7 +250,7 @@ describe('signature checks on threads of their own', () => {
     expect(told).toEqual([
       { reason: 'deadline', owed: 1 },
       { reason: 'deadline', owed: 1 },
-      { reason: 'deadline', owed: 1, poolForMs: 400 },
+      { reason: 'deadline', owed: 1, poolForMs: 2000 },
     ])
     // On the pool: answered at once, no thread started.
     const { checks, expected } = mixed(20)
@@ -258,7 +258,7 @@ describe('signature checks on threads of their own', () => {
     expect(spawned).toBe(3)
     expect(pool.running).toBe(0)
     expect(pool.stats).toMatchObject({ thread: 0, pool: 3 + checks.length })
-    await new Promise((r) => setTimeout(r, 450))
+    await new Promise((r) => setTimeout(r, 2050))
     expect(await pool.check(slowBad)).toBe(false)
     expect(spawned).toBe(4)
   })
@@ -292,13 +292,14 @@ describe('signature checks on threads of their own', () => {
       expect(spawned).toBe(3)
       expect(pool.running).toBe(0)
       expect(told.map((f) => f.reason)).toEqual([reason, reason, reason])
+      if (reason === 'exit') expect(told.map((f) => f.code)).toEqual([3, 3, 3])
       expect(told[2]?.poolForMs).toBe(60_000)
       expect(pool.stats.failures[reason]).toBe(3)
       expect(pool.stats.pool).toBe(4 * checks.length)
     }
   })
 
-  it('logs each thread given up at warn, with its reason, the checks it owed and the time on the pool', async () => {
+  it('logs threads given up at warn, with reason, checks owed and time on the pool, at most a line a while', async () => {
     const lines: Record<string, unknown>[] = []
     const log = pino(
       new Writable({
@@ -308,32 +309,49 @@ describe('signature checks on threads of their own', () => {
         },
       }),
     )
-    const pool = threads(1, {
-      retryAfterMs: 100,
-      spawn: () => {
-        throw new Error('no more threads')
-      },
-    })
-    const stop = logThreadFailures(pool, log)
-    for (let i = 0; i < 3; i++) expect(await pool.check(slowGood)).toBe(true)
-    const logged = lines.map(({ level, msg, reason, owed, poolForMs }) => ({
-      level,
-      msg,
-      reason,
-      owed,
-      poolForMs,
-    }))
+    const refusing = (retryAfterMs: number) =>
+      threads(1, {
+        retryAfterMs,
+        spawn: () => {
+          throw new Error('no more threads')
+        },
+      })
     const msg = 'signature thread given up; its checks run on the libuv thread pool'
-    expect(logged).toEqual([
-      { level: 40, msg, reason: 'spawn', owed: 1, poolForMs: undefined },
-      { level: 40, msg, reason: 'spawn', owed: 1, poolForMs: undefined },
-      { level: 40, msg, reason: 'spawn', owed: 1, poolForMs: 100 },
+    const shown = () =>
+      lines.splice(0).map(({ level, msg, reason, owed, poolForMs, alsoFailed }) => ({
+        level,
+        msg,
+        reason,
+        owed,
+        poolForMs,
+        alsoFailed,
+      }))
+    const line = { level: 40, msg, reason: 'spawn', owed: 1 }
+
+    // Every failure, when lines may follow each other at once.
+    const pool = refusing(100)
+    const stopAll = logThreadFailures(pool, log, 0)
+    for (let i = 0; i < 3; i++) expect(await pool.check(slowGood)).toBe(true)
+    expect(shown()).toEqual([
+      { ...line, poolForMs: undefined, alsoFailed: undefined },
+      { ...line, poolForMs: undefined, alsoFailed: undefined },
+      { ...line, poolForMs: 100, alsoFailed: undefined },
     ])
     // Once stopped, a thread that fails again (after the back-off) is counted, not logged.
-    stop()
+    stopAll()
     await new Promise((r) => setTimeout(r, 150))
     expect(await pool.check(slowBad)).toBe(false)
     expect(pool.stats.failures.spawn).toBe(4)
-    expect(lines).toHaveLength(3)
+    expect(shown()).toEqual([])
+
+    // At most one line per 300 ms: the next says how many failed meanwhile.
+    const flooded = refusing(10)
+    const stop = logThreadFailures(flooded, log, 300)
+    for (let i = 0; i < 3; i++) expect(await flooded.check(slowGood)).toBe(true)
+    expect(shown()).toEqual([{ ...line, poolForMs: undefined, alsoFailed: undefined }])
+    await new Promise((r) => setTimeout(r, 350))
+    expect(await flooded.check(slowGood)).toBe(true)
+    expect(shown()).toEqual([{ ...line, poolForMs: 10, alsoFailed: 2 }])
+    stop()
   })
 })

@@ -151,7 +151,11 @@ forEachStore(() => {
       expect(await s.jwtLogin(await s.sign({ sub: s.ids.alice }, { key: stranger }))).toBe(401)
       expect(await s.jwtLogin(await s.sign({ sub: s.ids.alice }, { kid: 'k2' }))).toBe(401)
       expect(await checks('thread')).toBe(2)
-      expect(await checks('pool')).toBe(0)
+      const runners = (await s.scrape()).matching('ctrl_signature_checks_total')
+      expect(runners.map((r) => [r.labels.runner, r.value]).sort()).toEqual([
+        ['pool', 0],
+        ['thread', 2],
+      ])
       const failures = (await s.scrape()).matching('ctrl_signature_thread_failures_total')
       expect(failures.map((f) => [f.labels.reason, f.value]).sort()).toEqual(
         [...THREAD_FAILURE_REASONS].sort().map((reason) => [reason, 0]),
