@@ -1,7 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { SecondaryResult } from './jwt/authenticate.js'
-import { type SignatureThreads, THREAD_FAILURE_REASONS } from './jwt/signature-threads.js'
+import type { SignatureThreads } from './jwt/signature-threads.js'
 import type { SignerKeys } from './jwt/signer-keys.js'
 import type { VerifiedTokenCache } from './jwt/verified-cache.js'
 import { type LoginEvent, loginFailureReason, secondaryReason } from './metrics/login-reasons.js'
@@ -13,6 +13,32 @@ let statementsSent = 0
 subscribe(STATEMENT_CHANNEL, () => {
   statementsSent++
 })
+
+/**
+ * A counter that follows tallies kept elsewhere, one per value of `label`: each scrape adds what
+ * each tally gained since the last one (counting from the counter's creation).
+ */
+function followTallies(
+  registers: Registry[],
+  name: string,
+  help: string,
+  label: string,
+  read: () => Record<string, number>,
+): void {
+  const seen = { ...read() }
+  new Counter({
+    name,
+    help,
+    labelNames: [label],
+    registers,
+    collect() {
+      for (const [value, now] of Object.entries(read())) {
+        this.inc({ [label]: value }, now - (seen[value] ?? 0))
+        seen[value] = now
+      }
+    },
+  })
+}
 
 /** What the gauges read when scraped, and what the counters follow (the app's services). */
 export interface MetricSources {
@@ -126,48 +152,29 @@ export class Metrics {
       if (keys.getById(signerId)) return
       for (const result of ['ok', 'error']) this.jwksFetches.remove({ signer_id: signerId, result })
     })
-    const seen = { hit: 0, miss: 0 }
-    new Counter({
-      name: 'ctrl_verified_token_cache_total',
-      help: 'Verified-token cache lookups of JWT logins and secondary checks, by result (hit, miss)',
-      labelNames: ['result'],
+    // The verifier and the signature threads count for themselves.
+    followTallies(
       registers,
-      collect() {
-        // The verifier counts for itself; only what happened since the last scrape is added.
-        const { cacheHits, verified } = verifierStats
-        this.inc({ result: 'hit' }, cacheHits - seen.hit)
-        this.inc({ result: 'miss' }, verified - seen.miss)
-        seen.hit = cacheHits
-        seen.miss = verified
-      },
-    })
+      'ctrl_verified_token_cache_total',
+      'Verified-token cache lookups of JWT logins and secondary checks, by result (hit, miss)',
+      'result',
+      () => ({ hit: verifierStats.cacheHits, miss: verifierStats.verified }),
+    )
     const { signatureStats } = sources
-    const checksSeen = { thread: signatureStats.thread, pool: signatureStats.pool }
-    new Counter({
-      name: 'ctrl_signature_checks_total',
-      help: 'JWT signature checks of the process, by where they were answered (thread: a signature thread; pool: the libuv thread pool, while no thread can take them)',
-      labelNames: ['runner'],
+    followTallies(
       registers,
-      collect() {
-        for (const runner of ['thread', 'pool'] as const) {
-          this.inc({ runner }, signatureStats[runner] - checksSeen[runner])
-          checksSeen[runner] = signatureStats[runner]
-        }
-      },
-    })
-    const failuresSeen = { ...signatureStats.failures }
-    new Counter({
-      name: 'ctrl_signature_thread_failures_total',
-      help: 'Signature threads of the process given up (their checks then run on the libuv pool), by reason',
-      labelNames: ['reason'],
+      'ctrl_signature_checks_total',
+      'JWT signature checks of the process, by where they were answered (thread: a signature thread; pool: the libuv thread pool, while no thread can take them)',
+      'runner',
+      () => ({ thread: signatureStats.thread, pool: signatureStats.pool }),
+    )
+    followTallies(
       registers,
-      collect() {
-        for (const reason of THREAD_FAILURE_REASONS) {
-          this.inc({ reason }, signatureStats.failures[reason] - failuresSeen[reason])
-          failuresSeen[reason] = signatureStats.failures[reason]
-        }
-      },
-    })
+      'ctrl_signature_thread_failures_total',
+      'Signature threads of the process given up (their checks then run on the libuv pool), by reason',
+      'reason',
+      () => signatureStats.failures,
+    )
     new Gauge({
       name: 'ctrl_verified_token_cache_entries',
       help: 'Tokens held in the verified-token cache',
