@@ -17,6 +17,21 @@ interface SessionRow {
   hard_expires_at: string | null
 }
 
+/** The insert's parameters, in the order of its column list. */
+type SessionParams = [
+  id: string,
+  tokenHash: Buffer,
+  legacyToken: 0 | 1,
+  identityId: string,
+  authenticatorId: string,
+  ipAddress: string,
+  createdAt: string,
+  updatedAt: string,
+  lastActivityAt: string,
+  expiresAt: string,
+  hardExpiresAt: string | null,
+]
+
 function toRecord(r: SessionRow): SessionRecord {
   return {
     id: r.id,
@@ -54,11 +69,12 @@ export class SessionRepository {
       `SELECT DISTINCT identity_id FROM api_sessions
        WHERE identity_id IN (SELECT value FROM json_each(?))`,
     )
-    this.insertStmt = db.prepare<SessionRow>(
+    // Positional parameters: binding from an object looks each name up, about a microsecond more
+    // for these eleven on every login. The order is the column list's.
+    this.insertStmt = db.prepare<SessionParams>(
       `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id, authenticator_id,
          ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
-       VALUES (@id, @token_hash, @legacy_token, @identity_id, @authenticator_id, @ip_address,
-         @created_at, @updated_at, @last_activity_at, @expires_at, @hard_expires_at)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     this.byIdStmt = db.prepare<[string], SessionRow>('SELECT * FROM api_sessions WHERE id = ?')
     this.legacyByHashStmt = db.prepare<[Buffer], SessionRow>(
@@ -114,19 +130,19 @@ export class SessionRepository {
   }
 
   insert(s: SessionRecord): void {
-    this.insertStmt.run({
-      id: s.id,
-      token_hash: s.tokenHash,
-      legacy_token: s.legacyToken ? 1 : 0,
-      identity_id: s.identityId,
-      authenticator_id: s.authenticatorId,
-      ip_address: s.ipAddress,
-      created_at: s.createdAt,
-      updated_at: s.updatedAt,
-      last_activity_at: s.lastActivityAt,
-      expires_at: s.expiresAt,
-      hard_expires_at: s.hardExpiresAt,
-    })
+    this.insertStmt.run(
+      s.id,
+      s.tokenHash,
+      s.legacyToken ? 1 : 0,
+      s.identityId,
+      s.authenticatorId,
+      s.ipAddress,
+      s.createdAt,
+      s.updatedAt,
+      s.lastActivityAt,
+      s.expiresAt,
+      s.hardExpiresAt,
+    )
   }
 
   get(id: string): SessionRecord | undefined {
