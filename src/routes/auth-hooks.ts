@@ -111,8 +111,11 @@ export async function resolveRequestAuth(
   }
   const resolved = await deps.sessions.resolve(token)
   if (!resolved) throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': INVALID } })
-  const auth = {
-    ...resolved,
+  // Built field by field: a spread of `resolved` with two more fields takes V8's slow path for
+  // object literals, a few per cent of a kept list's time.
+  const auth: RequestAuth = {
+    session: resolved.session,
+    identity: resolved.identity,
     token,
     secondary: await evaluateSecondary(deps, request, resolved.identity),
   }
