@@ -20,15 +20,16 @@ import { jsonBody } from './plugins/json-body.js'
 import { openapi } from './plugins/openapi.js'
 import { requestLog } from './plugins/request-log.js'
 import { lazyChildLogger, writes } from './request-logger.js'
-import { authentication } from './routes/auth-hooks.js'
+import { admitsKeptAdmin, authentication } from './routes/auth-hooks.js'
 import caCertsRoutes from './routes/cacerts/index.js'
 import { clientApi } from './routes/client-api.js'
-import { clientListLane, type Lane } from './routes/client-signers/lane.js'
 import { ClientSignerPages } from './routes/client-signers/pages.js'
 import { clientErrorHandler, frameworkErrors } from './routes/error-handler.js'
 import healthRoutes from './routes/health/index.js'
+import { type KeptPageLaneOptions, keptPageLane, type Lane, Lanes } from './routes/lanes.js'
 import { managementApi } from './routes/management-api.js'
 import { LoginLimiter } from './routes/rate-limit.js'
+import type { CachedBody } from './routes/response-cache.js'
 import type { SessionRoutesOptions } from './routes/sessions/index.js'
 import versionRoutes from './routes/version/index.js'
 import { createServices } from './services.js'
@@ -84,9 +85,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       )
     : undefined
   const clock = options.clock ?? (() => new Date())
-  let lane: Lane | undefined // set once the routes it stands in for exist
+  const lanes = new Lanes() // each added by the route it stands in for
   const lifecycle = options.lifecycle ?? new Lifecycle()
-  const app = createFastify(options, lifecycle, () => lane)
+  const app = createFastify(options, lifecycle, lanes.lane)
 
   // Cross-cutting parts, for every route registered after them.
   await app.register(errorHandling)
@@ -141,6 +142,25 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     onLogin: metrics?.login,
   }
   const pages = new ClientSignerPages(services.signers, config.clientSignerFields)
+  // What every lane shares: a kept page answered before Fastify, counted as its route would be.
+  const keptPage = (
+    path: string,
+    kept: () => CachedBody | undefined,
+    admit?: KeptPageLaneOptions['admit'],
+  ) =>
+    lanes.add(
+      path,
+      keptPageLane({
+        kept,
+        admit,
+        cors: config.corsOrigins.length > 0,
+        // Successful reads are logged at debug by the request log; without a logger, never.
+        logsReads: options.logger === false ? () => false : () => writes(app.log, 'debug'),
+        count: metrics
+          ? (status, seconds) => metrics.request('GET', path, status, seconds)
+          : undefined,
+      }),
+    )
   await warnUnusableSigners(services, config, app.log)
 
   // The APIs.
@@ -150,7 +170,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     managementPath: MANAGEMENT_PREFIX,
   })
   await app.register(caCertsRoutes, { pkcs7 })
-  await app.register(managementApi, { prefix: MANAGEMENT_PREFIX, services, auth, sessions })
+  await app.register(managementApi, {
+    prefix: MANAGEMENT_PREFIX,
+    services,
+    auth,
+    sessions,
+    // The admin lists' default pages, for the admins the auth hook would admit as things stand.
+    keptPage: (path, kept) => keptPage(path, kept, (req) => admitsKeptAdmin(auth, req.headers)),
+  })
   const enroll = {
     enrollment: services.enrollment,
     trustBundlePem: options.https
@@ -166,17 +193,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     enroll,
     controllers: services.controllers,
   })
-  lane = clientListLane({
-    path: `${CLIENT_PREFIX}/external-jwt-signers`,
-    pages,
-    cors: config.corsOrigins.length > 0,
-    // Successful reads are logged at debug by the request log; without a logger, never.
-    logsReads: options.logger === false ? () => false : () => writes(app.log, 'debug'),
-    count: metrics
-      ? (status, seconds) =>
-          metrics.request('GET', `${CLIENT_PREFIX}/external-jwt-signers`, status, seconds)
-      : undefined,
-  })
+  // The client signer list's default page: unauthenticated, asked for by every client first.
+  keptPage(`${CLIENT_PREFIX}/external-jwt-signers`, () => pages.keptDefault())
 
   // A signature thread given up is worth a line: its checks run on the libuv pool meanwhile. The
   // threads are the process's: an app that does not come up leaves no listener behind.
@@ -211,11 +229,7 @@ async function warnUnusableSigners(
 }
 
 /** Fastify with every server option: the same in tests and in production. */
-function createFastify(
-  options: BuildAppOptions,
-  lifecycle: Lifecycle,
-  lane: () => Lane | undefined,
-) {
+function createFastify(options: BuildAppOptions, lifecycle: Lifecycle, lane: Lane) {
   const { config } = options
   const logger =
     options.logger === undefined

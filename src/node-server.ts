@@ -1,7 +1,7 @@
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http'
 import { createServer as createHttpsServer, type ServerOptions } from 'node:https'
 import type { FastifyServerFactory } from 'fastify'
-import type { Lane } from './routes/client-signers/lane.js'
+import type { Lane } from './routes/lanes.js'
 
 export interface NodeServerOptions {
   /** Node's server options (timeouts, Host handling), and the certificate and key for HTTPS. */
@@ -15,19 +15,16 @@ export interface NodeServerOptions {
 
 /**
  * Fastify's server factory: Node's HTTP (or HTTPS) server as Fastify would make it from the same
- * settings, except that each request is first offered to the lane `lane()` names, if any, and goes
- * to Fastify when the lane leaves it.
+ * settings, except that each request is first offered to `lane`, and goes to Fastify when the lane
+ * leaves it.
  */
-export function serverWithLane(
-  o: NodeServerOptions,
-  lane: () => Lane | undefined,
-): FastifyServerFactory<Server> {
+export function serverWithLane(o: NodeServerOptions, lane: Lane): FastifyServerFactory<Server> {
   return (handler) => {
     const listener: RequestListener = (req, res) => {
       // Set before any answer is written, so the lane's answers close the connection too; a
       // response begun before closing ends its connection once idle (closeIdleConnections).
       if (o.closing()) res.setHeader('connection', 'close')
-      if (!lane()?.(req, res)) handler(req, res)
+      if (!lane(req, res)) handler(req, res)
     }
     // An https.Server is an http.Server to every caller here (listen, close, address).
     const server: Server = o.https

@@ -128,6 +128,7 @@ export async function createServices(o: ServiceOptions) {
       sessions,
       verifier,
       policyOf: (i: Parameters<typeof policies.policyOf>[0]) => policies.policyOf(i),
+      keptPolicyOf: (i: Parameters<typeof policies.policyOf>[0]) => policies.keptPolicyOf(i),
     },
     discover: signers.discover,
     enrollment,

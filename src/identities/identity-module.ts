@@ -28,6 +28,7 @@ export function buildIdentities(o: {
   const sessions = new SessionService({
     store,
     identity: (id) => identities.find(id),
+    keptIdentity: (id) => identities.keptIdentity(id),
     clock,
     timeoutMs: o.sessionTimeoutMs,
     maxPerIdentity: o.maxSessionsPerIdentity,

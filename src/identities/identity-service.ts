@@ -116,7 +116,7 @@ export class IdentityService {
    * Every change that shows on a page (an identity, a policy's name, a session opened or ended),
    * here or on another instance (through the store's notifications), empties the kept pages.
    */
-  async listVersion(): Promise<string | undefined> {
+  listVersion(): string | undefined {
     return this.store.stale ? undefined : ''
   }
 
@@ -150,6 +150,14 @@ export class IdentityService {
     const repo = this.store.repos.identities
     if (this.store.stale) return repo.get(id)
     return this.known.get(`id:${id}`, () => repo.get(id))
+  }
+
+  /**
+   * The identity of an id when it is kept in memory and known current, without a read; undefined
+   * otherwise (unknown, not kept yet, or changes may have been missed: `find` then decides).
+   */
+  keptIdentity(id: string): IdentityRecord | undefined {
+    return this.store.stale ? undefined : this.known.peek(`id:${id}`)?.value
   }
 
   findByExternalId(externalId: string): Promise<IdentityRecord | undefined> {

@@ -22,6 +22,8 @@ export interface SessionServiceOptions {
   store: Store
   /** The identity of a session (cached by the caller where it can be). */
   identity: (id: string) => Promise<IdentityRecord | undefined>
+  /** The identity of a session when known without a read (see `keptSession`); default: never. */
+  keptIdentity?: ((id: string) => IdentityRecord | undefined) | undefined
   clock: () => Date
   timeoutMs: number
   /** Records logins and logouts (default: stored but not logged, for unit tests). */
@@ -173,6 +175,23 @@ export class SessionService {
       session.expiresAt = expiresAt
     }
     if (kept && generation === this.generation) this.keep(key, session)
+    return { session, identity }
+  }
+
+  /**
+   * What `resolve` would resolve a token to, when it is all known in memory and needs no read and
+   * no write: a kept live session, its identity kept and enabled, and no sliding expiry due.
+   * Undefined whenever anything is unknown (then only `resolve` can decide: it may refuse).
+   */
+  keptSession(token: string): ResolvedSession | undefined {
+    if (!this.kept || this.options.store.stale) return undefined
+    const session = this.kept.get(tokenKey(token))
+    if (!session) return undefined
+    const now = this.options.clock().getTime()
+    if (Date.parse(session.expiresAt) <= now) return undefined
+    if (now - Date.parse(session.lastActivityAt) >= TOUCH_INTERVAL_MS) return undefined
+    const identity = this.options.keptIdentity?.(session.identityId)
+    if (!identity || identity.disabled) return undefined
     return { session, identity }
   }
 

@@ -116,6 +116,16 @@ export class AuthPolicyService {
     return this.cached(identity.authPolicyId)
   }
 
+  /**
+   * An identity's policy when it is kept in memory and known current, without a read: `{ policy }`
+   * (undefined when the identity has none), or undefined when only a read can tell.
+   */
+  keptPolicyOf(identity: IdentityRecord): { policy: AuthPolicyRecord | undefined } | undefined {
+    if (this.store.stale) return undefined
+    const kept = this.cache.peek(identity.authPolicyId)
+    return kept && { policy: kept.value }
+  }
+
   /** Whether an identity's policy lets it log in with a primary method (and this signer). */
   async allowsPrimary(identity: IdentityRecord, method: PrimaryMethod): Promise<boolean> {
     const policy = await this.policyOf(identity)

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
@@ -34,6 +35,10 @@ export interface AuthDeps {
   sessions: SessionService
   verifier: ExternalJwtVerifier
   policyOf: (identity: IdentityRecord) => Promise<AuthPolicyRecord | undefined>
+  /** An identity's policy when known without a read (see AuthPolicyService.keptPolicyOf). */
+  keptPolicyOf?:
+    | ((identity: IdentityRecord) => { policy: AuthPolicyRecord | undefined } | undefined)
+    | undefined
   /** Told the outcome of every secondary-factor check (metrics). */
   onSecondary?: ((result: SecondaryResult) => void) | undefined
 }
@@ -121,6 +126,21 @@ export async function resolveRequestAuth(
   }
   request.auth = auth
   return auth
+}
+
+/**
+ * Whether `requireSession(deps, { admin: true })` would admit a request, decided from memory
+ * alone, for a lane (./lanes.ts): a kept live session of an enabled admin, no sliding expiry due,
+ * whose policy, kept too, asks for no secondary factor. False whenever any of it is not known
+ * without a read: the hook then decides, and may refuse.
+ */
+export function admitsKeptAdmin(deps: AuthDeps, headers: IncomingHttpHeaders): boolean {
+  const token = headers['zt-session']
+  if (typeof token !== 'string' || token === '') return false
+  const resolved = deps.sessions.keptSession(token)
+  if (!resolved?.identity.isAdmin) return false
+  const kept = deps.keptPolicyOf?.(resolved.identity)
+  return kept !== undefined && !kept.policy?.requireExtJwtSigner
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   identityRoutesOptions,
 } from './identities/index.js'
 import { identityRoleAttributeRoutes } from './identities/role-attributes.js'
+import type { ResourceRoutesOptions } from './resource-routes.js'
 import sessionRoutes, { type SessionRoutesOptions } from './sessions/index.js'
 import { signerRoutes, signerRoutesOptions } from './signers/index.js'
 import { signerKeyRoutes } from './signers/keys.js'
@@ -22,6 +23,8 @@ export interface ApiOptions {
   auth: AuthDeps
   /** Login, current session and logout: the same on both APIs. */
   sessions: SessionRoutesOptions
+  /** Told each admin list's path and kept default page (see ResourceRoutesOptions.keptPage). */
+  keptPage?: ResourceRoutesOptions<never, never, never, never>['keptPage']
 }
 
 /**
@@ -33,7 +36,11 @@ export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, 
   const { signers, identities, policies } = services
   // OpenZiti serves signers under both names; the CLI uses the short one.
   for (const path of ['/external-jwt-signers', '/ext-jwt-signers']) {
-    await app.register(signerRoutes, { prefix: path, ...signerRoutesOptions(signers, auth) })
+    await app.register(signerRoutes, {
+      prefix: path,
+      ...signerRoutesOptions(signers, auth),
+      keptPage: o.keptPage,
+    })
     await app.register(signerKeyRoutes, { prefix: path, keys: services.signerKeys, auth })
     await app.register(signerToolRoutes, {
       prefix: path,
@@ -45,6 +52,7 @@ export const managementApi: FastifyPluginAsyncTypebox<ApiOptions> = async (app, 
   await app.register(identityRoutes, {
     prefix: '/identities',
     ...identityRoutesOptions(identities, policies, auth),
+    keptPage: o.keptPage,
   })
   await app.register(identityPasswordRoutes, { prefix: '/identities', identities, auth })
   await app.register(identityRoleAttributeRoutes, {

@@ -15,7 +15,7 @@ import {
   MAX_BODY_DEPTH,
   tooDeepField,
 } from './common-schemas.js'
-import { notModified, pageKey, ResponseCache, tagged } from './response-cache.js'
+import { type CachedBody, notModified, pageKey, ResponseCache, tagged } from './response-cache.js'
 
 /** What a management resource's domain service offers to its routes (writes are audited). */
 export interface ResourceService<Rec extends { id: string }, Body, Patch> {
@@ -27,7 +27,7 @@ export interface ResourceService<Rec extends { id: string }, Body, Patch> {
   delete(id: string, ctx: AuditContext): Promise<void>
   readonly filterableFields: string[]
   /** When present, list pages are kept serialised for this version (see ResponseCache). */
-  listVersion?(): Promise<string | undefined>
+  listVersion?(): string | undefined
   onListChange?(listener: () => void): void
 }
 
@@ -47,7 +47,15 @@ export interface ResourceRoutesOptions<
   listEnvelope: TSchema
   toDetail: (record: Rec) => Static<D> | Promise<Static<D>>
   auth: onRequestAsyncHookHandler
+  /**
+   * Told the list's full path and how to get its default page when kept and current, so that a
+   * lane can answer it before Fastify (see ../routes/lanes.ts).
+   */
+  keptPage?: ((path: string, kept: () => CachedBody | undefined) => void) | undefined
 }
+
+/** The key of the page a query without parameters gets. */
+const DEFAULT_PAGE = pageKey({})
 
 /** The `:id` of an update's path, before validation; when absent, a value no body id equals. */
 const pathId = (params: unknown): string => {
@@ -82,6 +90,10 @@ export function resourceRoutes<
     const empty = { data: {}, meta: {} }
     const pages = new ResponseCache()
     o.service.onListChange?.(() => pages.clear())
+    o.keptPage?.(app.prefix, () => {
+      const version = o.service.listVersion?.()
+      return version === undefined ? undefined : pages.peek(DEFAULT_PAGE, version)
+    })
 
     app.post(
       '/',
@@ -131,7 +143,7 @@ export function resourceRoutes<
           const value = await page()
           return serialize ? serialize(value) : JSON.stringify(value)
         }
-        const version = await o.service.listVersion?.()
+        const version = o.service.listVersion?.()
         const key = pageKey(q)
         const { body, etag } =
           version === undefined ? tagged(await build()) : await pages.get(key, version, build)

@@ -63,18 +63,12 @@ export class SignerService {
    * list may then be served from memory). Every change, made here or heard from another instance
    * through the store's notifications, passes through `onListChange`, which empties what was kept
    * for the version; so the version itself never needs to change, nor to be read from the store.
+   * On SQLite one process owns the store and hears every change; on PostgreSQL kept lists are
+   * current as long as the notification connection listens (a change through another instance
+   * shows here once its notification arrives, within milliseconds; while the connection is down,
+   * lists are read). Known without a promise, so a kept page can be answered synchronously.
    */
-  async listVersion(): Promise<string | undefined> {
-    return this.localListVersion()
-  }
-
-  /**
-   * The same, without a promise: whether kept lists are known to be current without asking the
-   * store. On SQLite one process owns the store and hears every change; on PostgreSQL they are as
-   * long as the notification connection listens (a change through another instance shows here once
-   * its notification arrives, within milliseconds; while the connection is down, lists are read).
-   */
-  localListVersion(): string | undefined {
+  listVersion(): string | undefined {
     return this.options.store.stale ? undefined : ''
   }
 

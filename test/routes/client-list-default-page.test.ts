@@ -14,7 +14,7 @@ function signerSource() {
       reads.push(q.filter ?? '<default>')
       return [{ id: 's1', name: 'corp', externalAuthUrl: 'https://login.corp.example/auth' }]
     },
-    localListVersion: () => 'v1',
+    listVersion: () => 'v1',
   }
   // The pages call only these three members of the service.
   return { service: source as unknown as SignerService, reads, change: () => listener() }

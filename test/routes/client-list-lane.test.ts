@@ -4,8 +4,8 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { ChangeBus } from '../../src/changes.js'
-import { clientListLane } from '../../src/routes/client-signers/lane.js'
 import { ClientSignerPages } from '../../src/routes/client-signers/pages.js'
+import { keptPageLane, Lanes } from '../../src/routes/lanes.js'
 import { SignerService } from '../../src/signers/signer-service.js'
 import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { listedSigner } from '../helpers/signers.js'
@@ -14,7 +14,7 @@ import { listen, rawRequest } from '../http/raw-http.js'
 import { buildMeteredApp } from '../metrics/scrape.js'
 
 // The default page of the client signer list is answered before Fastify once it is kept
-// (src/routes/client-signers/lane.ts). Over real HTTP (inject never reaches the lane), these
+// (src/routes/lanes.ts). Over real HTTP (inject never reaches the lane), these
 // check that it answers exactly what the route answers, and that every change shows at once.
 
 const CLIENT = '/edge/client/v1/external-jwt-signers'
@@ -175,14 +175,16 @@ describe('the client signer list lane', () => {
   })
 })
 
-describe('clientListLane', () => {
+describe('the kept page lane of the client list', () => {
   it('takes exactly the bare GET of a kept, current page, and nothing once a signer changes', async () => {
     const clock = testClock()
     const store = await openTestStore('sqlite')
     const signers = new SignerService({ store, changes: new ChangeBus(), clock })
     const pages = new ClientSignerPages(signers)
     let logsReads = false
-    const lane = clientListLane({ path: CLIENT, pages, logsReads: () => logsReads })
+    const lanes = new Lanes()
+    lanes.add(CLIENT, keptPageLane({ kept: () => pages.keptDefault(), logsReads: () => logsReads }))
+    const { lane } = lanes
     // Whatever the lane leaves answers 599 here.
     const server = createServer((req, res) => {
       if (!lane(req, res)) res.writeHead(599).end()

@@ -9,7 +9,7 @@ import type { ClientSignerPages } from './pages.js'
  * `filter` and `sort` reach only the fields it shows (id, name). Every client calls it before it
  * logs in, so answers are kept serialised until a signer changes (here or on another instance),
  * carry an ETag, and `If-None-Match` with the current tag answers 304 without a body. The default
- * page, once kept, is mostly answered before Fastify (see `./lane.ts`); this route answers the rest.
+ * page, once kept, is mostly answered before Fastify (see `../lanes.ts`); this route answers the rest.
  */
 const clientSignerRoutes: FastifyPluginAsyncTypebox<{ pages: ClientSignerPages }> = async (
   app,

@@ -34,7 +34,7 @@ export class ClientSignerPages {
         ),
         meta: {},
       })
-    const version = this.signers.localListVersion()
+    const version = this.signers.listVersion()
     if (version === undefined) return tagged(await build())
     const key = pageKey(q)
     return (key === DEFAULT_PAGE ? this.defaultPage : this.cache).get(key, version, build)
@@ -45,7 +45,7 @@ export class ClientSignerPages {
    * the store; undefined otherwise (the route then answers, reading what it needs).
    */
   keptDefault(): CachedBody | undefined {
-    const version = this.signers.localListVersion()
+    const version = this.signers.listVersion()
     return version === undefined ? undefined : this.defaultPage.peek(DEFAULT_PAGE, version)
   }
 }

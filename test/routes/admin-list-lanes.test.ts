@@ -1,0 +1,389 @@
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { NO_AUDIT_CONTEXT } from '../../src/audit/audit-service.js'
+import { admitsKeptAdmin } from '../../src/routes/auth-hooks.js'
+import { createServices } from '../../src/services.js'
+import {
+  buildTestApp,
+  caller,
+  login,
+  loopbackOnlyResolver,
+  testClock,
+  testConfig,
+} from '../helpers/app.js'
+import { listedSigner } from '../helpers/signers.js'
+import { freshPostgresUrl, openTestStore, PG_URL, STORES } from '../helpers/stores.js'
+import { within } from '../helpers/within.js'
+import { listen } from '../http/raw-http.js'
+import { buildMeteredApp } from '../metrics/scrape.js'
+
+// The default pages of the admin lists (signers under both paths, identities) are answered before
+// Fastify once kept, for a session the auth hook would admit as things stand in memory
+// (src/routes/lanes.ts, admitsKeptAdmin). Over real HTTP (inject never reaches a lane), these check
+// that every answer, refusals included, is what the route gives, and that every change shows.
+
+const M = '/edge/management/v1/external-jwt-signers'
+const SHORT = '/edge/management/v1/ext-jwt-signers'
+const I = '/edge/management/v1/identities'
+const P = '/edge/management/v1/auth-policies'
+const LISTS = [M, SHORT, I]
+
+interface Answer {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/** One request over a real connection; headers without `date` (it differs by the second). */
+function get(port: number, path: string, headers: Record<string, string> = {}) {
+  return new Promise<Answer>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const { date: _date, ...rest } = res.headers as Record<string, string>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: rest,
+          body: Buffer.concat(chunks).toString(),
+        })
+      })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/**
+ * Serves the app on a real listener and notes the URL of every request answered before Fastify:
+ * Fastify answers none synchronously (its auth hooks are asynchronous), a lane only so.
+ */
+async function served(app: FastifyInstance) {
+  const byLane: string[] = []
+  const [listener] = app.server.listeners('request') as ((
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) => void)[]
+  if (!listener) throw new Error('the server has no request listener')
+  app.server.removeAllListeners('request')
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    listener(req, res)
+    if (res.writableEnded) byLane.push(req.url ?? '')
+  })
+  const port = await listen(app)
+  const admin = await login(app)
+  return { port, admin, call: caller(app, admin), byLane }
+}
+
+const names = (a: Answer) => (JSON.parse(a.body).data as { name: string }[]).map((s) => s.name)
+
+/** An identity with a password, and its session (by password login). */
+async function userSession(
+  app: FastifyInstance,
+  call: ReturnType<typeof caller>,
+  name: string,
+  fields: object,
+): Promise<{ id: string; token: string }> {
+  const id = (await call('POST', I, { name, ...fields })).json().data.id as string
+  await call('PUT', `${I}/${id}/password`, { password: `${name}-password-1` })
+  return { id, token: await login(app, name, `${name}-password-1`) }
+}
+
+describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
+  it('answer each kept default page exactly as its route does: status, headers, body and 304', async () => {
+    const app = await buildTestApp({ storeKind })
+    const { port, admin, call, byLane } = await served(app)
+    for (const n of ['one', 'two']) await call('POST', M, listedSigner(n))
+    const headers = { 'zt-session': admin }
+    for (const list of LISTS) {
+      const fromRoute = await get(port, list, headers) // builds and keeps the page
+      const fromLane = await get(port, list, headers)
+      // `?` with nothing after it: the same page, always through the route.
+      const again = await get(port, `${list}?`, headers)
+      expect(fromRoute.status).toBe(200)
+      expect(fromLane).toEqual(fromRoute)
+      expect(again).toEqual(fromRoute)
+      const etag = fromRoute.headers.etag as string
+      const notModified = await get(port, list, { ...headers, 'if-none-match': etag })
+      expect(notModified.status).toBe(304)
+      expect(notModified.body).toBe('')
+      expect(notModified).toEqual(
+        await get(port, `${list}?`, { ...headers, 'if-none-match': etag }),
+      )
+      const stale = await get(port, list, { ...headers, 'if-none-match': '"not-it"' })
+      expect(stale).toEqual(fromRoute)
+    }
+    // Each list's second, fourth and fifth requests came through its lane.
+    for (const list of LISTS) expect(byLane.filter((u) => u === list).length).toBe(3)
+    expect(byLane.every((u) => LISTS.includes(u))).toBe(true)
+    expect(names(await get(port, M, headers))).toEqual(['one', 'two'])
+    expect(names(await get(port, I, headers))).toEqual(['admin'])
+  })
+
+  it('refuse exactly as the route does: no session, an unknown one, a non-admin, a secondary factor unmet', async () => {
+    const app = await buildTestApp({ storeKind })
+    const { port, admin, call, byLane } = await served(app)
+    const signer = (await call('POST', M, listedSigner('mfa'))).json().data.id
+    const policy = (
+      await call('POST', P, {
+        name: 'needs-jwt',
+        primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: true } },
+        secondary: { requireExtJwtSigner: signer },
+      })
+    ).json().data.id
+    const plain = await userSession(app, call, 'plain', {})
+    const strict = await userSession(app, call, 'strict', { isAdmin: true, authPolicyId: policy })
+    for (const list of LISTS) await get(port, list, { 'zt-session': admin }) // kept
+    const cases: Record<string, string>[] = [
+      {},
+      { 'zt-session': '' },
+      { 'zt-session': 'not-a-session' },
+      { 'zt-session': `${admin}x` },
+      { 'zt-session': plain.token },
+      { 'zt-session': strict.token },
+    ]
+    for (const list of LISTS) {
+      for (const headers of cases) {
+        // Twice: the second time everything the first read is kept.
+        for (let i = 0; i < 2; i++) {
+          const answer = await get(port, list, headers)
+          expect(answer.status, `${list} ${JSON.stringify(headers)}`).toBe(401)
+          expect(JSON.parse(answer.body).error.code).toBe('UNAUTHORIZED')
+          const viaRoute = await get(port, `${list}?`, headers)
+          const { body: _a, ...answerHeaders } = answer
+          const { body: _b, ...routeHeaders } = viaRoute
+          expect(answerHeaders).toEqual(routeHeaders)
+          expect(JSON.parse(answer.body).error.cause).toEqual(JSON.parse(viaRoute.body).error.cause)
+        }
+      }
+    }
+    const challenged = await get(port, M, { 'zt-session': strict.token })
+    expect(challenged.headers['www-authenticate']).toContain('openziti-secondary-ext-jwt')
+    expect(byLane).toEqual([])
+  })
+
+  it('refuse in the very next request a session logged out, an identity demoted or disabled, a policy now asking a factor', async () => {
+    const app = await buildTestApp({ storeKind })
+    const { port, call, byLane } = await served(app)
+    const signer = (await call('POST', M, listedSigner('mfa'))).json().data.id
+    const second = async () => {
+      const user = await userSession(app, call, `second-${Date.now()}`, { isAdmin: true })
+      const headers = { 'zt-session': user.token }
+      for (const list of LISTS) {
+        expect((await get(port, list, headers)).status).toBe(200)
+        const before = byLane.length
+        expect((await get(port, list, headers)).status).toBe(200)
+        expect(byLane.length).toBe(before + 1) // through the lane
+      }
+      return { ...user, headers }
+    }
+    const refused = async (headers: Record<string, string>) => {
+      for (const list of LISTS) expect((await get(port, list, headers)).status, list).toBe(401)
+    }
+
+    const loggedOut = await second()
+    const ended = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'DELETE',
+          path: '/edge/management/v1/current-api-session',
+          headers: loggedOut.headers,
+        },
+        (res) => resolve(res.statusCode ?? 0),
+      )
+      req.on('error', reject)
+      req.end()
+    })
+    expect(ended).toBe(200)
+    await refused(loggedOut.headers)
+
+    const demoted = await second()
+    await call('PATCH', `${I}/${demoted.id}`, { isAdmin: false })
+    await refused(demoted.headers)
+
+    const disabled = await second()
+    await call('PATCH', `${I}/${disabled.id}`, { disabled: true })
+    await refused(disabled.headers)
+
+    const factor = await second()
+    const policy = (
+      await call('POST', P, {
+        name: 'later',
+        primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: true } },
+        secondary: {},
+      })
+    ).json().data.id
+    await call('PATCH', `${I}/${factor.id}`, { authPolicyId: policy })
+    for (const list of LISTS) expect((await get(port, list, factor.headers)).status).toBe(200)
+    await call('PATCH', `${P}/${policy}`, { secondary: { requireExtJwtSigner: signer } })
+    await refused(factor.headers)
+  })
+
+  it('show every change in the very next response, and are counted in the metrics as the route is', async () => {
+    const s = await buildMeteredApp({ storeKind })
+    const { port, admin, call, byLane } = await served(s.app)
+    const headers = { 'zt-session': admin }
+    const list = async (path: string) => {
+      const first = await get(port, path, headers)
+      expect(await get(port, path, headers)).toEqual(first)
+      return names(first)
+    }
+    const id = (await call('POST', M, listedSigner('alpha'))).json().data.id
+    expect(await list(M)).toEqual(['alpha'])
+    await call('PATCH', `${M}/${id}`, { name: 'beta' })
+    expect(names(await get(port, M, headers))).toEqual(['beta'])
+    expect(names(await get(port, SHORT, headers))).toEqual(['beta'])
+    await call('DELETE', `${M}/${id}`)
+    expect(names(await get(port, M, headers))).toEqual([])
+    expect(await list(I)).toEqual(['admin'])
+    const user = (await call('POST', I, { name: 'user' })).json().data.id
+    expect(names(await get(port, I, headers))).toEqual(['admin', 'user'])
+    await call('PATCH', `${I}/${user}`, { name: 'renamed' })
+    expect(names(await get(port, I, headers))).toEqual(['admin', 'renamed'])
+    expect(byLane.length).toBeGreaterThan(0)
+
+    // Every request counted once under its route's pattern, whichever way it was answered.
+    const scraped = await s.scrape()
+    for (const [path, requests] of [
+      [M, 4],
+      [SHORT, 1],
+      [I, 4],
+    ] as const) {
+      const counted = { method: 'GET', route: path, status: '200' }
+      expect(scraped.value('ctrl_http_requests_total', counted), path).toBe(requests)
+    }
+  })
+})
+
+describe('admitsKeptAdmin', () => {
+  it('admits only a kept live session of an enabled admin, no sliding expiry due, whose kept policy asks no factor', async () => {
+    const clock = testClock()
+    const store = await openTestStore('sqlite')
+    onTestFinished(() => store.close())
+    const log = { info: () => {}, warn: () => {}, error: () => {} }
+    const services = await createServices({
+      store,
+      config: testConfig({ sessionTimeoutMs: 60_000 }),
+      clock,
+      log,
+      resolver: loopbackOnlyResolver,
+    })
+    onTestFinished(() => services.close())
+    const { auth, identities, policies, sessions } = services
+    // Another admin, so that this one may be demoted (the last one may not).
+    await identities.create({ name: 'other', isAdmin: true }, NO_AUDIT_CONTEXT)
+    const admin = await identities.create({ name: 'boss', isAdmin: true }, NO_AUDIT_CONTEXT)
+    const { token } = await sessions.open(admin, 'updb', '127.0.0.1')
+    const headers = { 'zt-session': token }
+    /** What the route's auth hook reads: the session, its identity, the identity's policy. */
+    const readAsTheHookDoes = async () => {
+      const resolved = await sessions.resolve(token)
+      if (resolved) await auth.policyOf(resolved.identity)
+      return resolved
+    }
+
+    expect(admitsKeptAdmin(auth, headers)).toBe(false) // nothing kept yet
+    expect(await readAsTheHookDoes()).toBeDefined()
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitsKeptAdmin(auth, {})).toBe(false)
+    expect(admitsKeptAdmin(auth, { 'zt-session': `${token}x` })).toBe(false)
+    expect(admitsKeptAdmin(auth, { 'zt-session': ['a', 'b'] as unknown as string })).toBe(false)
+
+    // A second after the last write of its activity, the hook would write it again: not here.
+    clock.advance(999)
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    clock.advance(1)
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    await readAsTheHookDoes()
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+
+    // A policy change drops what was kept; a policy asking a factor is never admitted here.
+    const signer = await services.signers.create(listedSigner('mfa'))
+    const policy = await policies.create(
+      {
+        name: 'strict',
+        primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: true } },
+        secondary: { requireExtJwtSigner: signer.id },
+      },
+      NO_AUDIT_CONTEXT,
+    )
+    await identities.patch(admin.id, { authPolicyId: policy.id }, NO_AUDIT_CONTEXT)
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    await readAsTheHookDoes()
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    await policies.patch(policy.id, { secondary: { requireExtJwtSigner: null } }, NO_AUDIT_CONTEXT)
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    await readAsTheHookDoes()
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+
+    await identities.patch(admin.id, { isAdmin: false }, NO_AUDIT_CONTEXT)
+    await readAsTheHookDoes()
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    await identities.patch(admin.id, { isAdmin: true }, NO_AUDIT_CONTEXT)
+    await readAsTheHookDoes()
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+
+    // Past its idle timeout the session is over, kept or not.
+    clock.advance(60_000)
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(await readAsTheHookDoes()).toBeUndefined()
+  })
+})
+
+describe.skipIf(!PG_URL)('the admin list lanes on two instances of one PostgreSQL database', () => {
+  it('follow changes through the other instance, and leave every answer to the route while notifications are down', async () => {
+    const url = await freshPostgresUrl()
+    const a = await buildTestApp({ config: { dbPath: url } })
+    const b = await buildTestApp({ config: { dbPath: url } })
+    const callA = caller(a, await login(a))
+    const onB = await served(b)
+    const headers = { 'zt-session': onB.admin }
+    const namesOnB = async (path: string) => names(await get(onB.port, path, headers))
+    const signer = (await callA('POST', M, listedSigner('before'))).json().data.id
+    const identity = (await callA('POST', I, { name: 'ida' })).json().data.id
+    await within(1000, async () => expect(await namesOnB(M)).toEqual(['before']))
+    await within(1000, async () => expect(await namesOnB(I)).toEqual(['admin', 'ida']))
+    await callA('PATCH', `${M}/${signer}`, { name: 'changed' })
+    await within(1000, async () => expect(await namesOnB(M)).toEqual(['changed']))
+    expect(await namesOnB(M)).toEqual(['changed'])
+    expect(onB.byLane).toContain(M) // the page kept, and answered again from memory
+
+    // A session kept on B, logged out through A: refused on B within a second.
+    const other = await login(a)
+    await within(1000, async () =>
+      expect((await get(onB.port, M, { 'zt-session': other })).status).toBe(200),
+    )
+    expect((await get(onB.port, M, { 'zt-session': other })).status).toBe(200)
+    const logout = await a.inject({
+      method: 'DELETE',
+      url: '/edge/management/v1/current-api-session',
+      headers: { 'zt-session': other },
+    })
+    expect(logout.statusCode).toBe(200)
+    await within(1000, async () =>
+      expect((await get(onB.port, M, { 'zt-session': other })).status).toBe(401),
+    )
+
+    // Every listening connection cut, then changes no instance is told of (plain SQL, no NOTIFY):
+    // B can only show them by reading the database.
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    try {
+      const cut = await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE application_name = 'ext-jwt-controller-listen' AND datname = current_database()`,
+      )
+      expect(cut.rowCount).toBe(2)
+      await admin.query(`UPDATE signers SET name = 'unannounced' WHERE id = $1`, [signer])
+      await admin.query(`UPDATE identities SET name = 'ida-unannounced' WHERE id = $1`, [identity])
+    } finally {
+      await admin.end()
+    }
+    await within(1000, async () => expect(await namesOnB(M)).toEqual(['unannounced']))
+    await within(1000, async () => expect(await namesOnB(I)).toEqual(['admin', 'ida-unannounced']))
+  })
+})
