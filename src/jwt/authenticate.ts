@@ -1,7 +1,7 @@
 import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/contract.js'
 import type { SignerKeys } from './signer-keys.js'
 import { compileRules } from './token-rules.js'
-import { VerifiedTokenCache } from './verified-cache.js'
+import { type VerifiedEntry, VerifiedTokenCache } from './verified-cache.js'
 import {
   type ChallengeError,
   claimValue,
@@ -118,20 +118,9 @@ export class ExternalJwtVerifier {
     const key = VerifiedTokenCache.key(token)
     const hit = this.lookup.stale() ? undefined : this.cache.get(key)
     if (hit) {
-      const signer = this.keys.getById(hit.signerId)?.signer
       const identity = known?.id === hit.identityId ? known : await this.lookup.byId(hit.identityId)
-      if (signer?.enabled && identity && !identity.disabled) {
-        if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
-          throw new JwtRejected(
-            'policy',
-            'token is from another signer than the policy requires',
-            signer.id,
-            hit.kid,
-          )
-        }
-        this.stats.cacheHits++
-        return { signer, identity, kid: hit.kid, exp: hit.exp }
-      }
+      const matched = this.fromCache(hit, identity, expectedSignerId)
+      if (matched) return matched
     }
     this.stats.verified++
     const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
@@ -145,6 +134,29 @@ export class ExternalJwtVerifier {
       expiresAtMs: Math.min(this.cacheUntil(verified), verified.reusableUntilMs),
     })
     return { signer: verified.signer, identity, kid: verified.kid, exp }
+  }
+
+  /**
+   * A verification remembered for this token, as `match` gives it: undefined when its signer is
+   * gone or disabled, or its identity gone or disabled (the token is then checked again).
+   */
+  private fromCache(
+    hit: VerifiedEntry,
+    identity: IdentityRecord | undefined,
+    expectedSignerId: string | undefined,
+  ): Matched | undefined {
+    const signer = this.keys.getById(hit.signerId)?.signer
+    if (!signer?.enabled || !identity || identity.disabled) return undefined
+    if (expectedSignerId !== undefined && signer.id !== expectedSignerId) {
+      throw new JwtRejected(
+        'policy',
+        'token is from another signer than the policy requires',
+        signer.id,
+        hit.kid,
+      )
+    }
+    this.stats.cacheHits++
+    return { signer, identity, kid: hit.kid, exp: hit.exp }
   }
 
   /**
@@ -208,6 +220,25 @@ export class ExternalJwtVerifier {
    * The secondary factor: one of the tokens must come from the policy's required signer and name
    * this very identity.
    */
+  /**
+   * The secondary factor met without waiting: one of the tokens was verified before, for this
+   * identity and the required signer, and both are still enabled (what `secondary` would find in
+   * the verified-token cache). Undefined in every other case: `secondary` then decides.
+   */
+  secondaryKept(
+    tokens: string[],
+    identity: IdentityRecord,
+    signerId: string,
+  ): { met: true } | undefined {
+    if (this.lookup.stale()) return undefined
+    for (const token of tokens) {
+      const hit = this.cache.get(VerifiedTokenCache.key(token))
+      if (hit?.identityId !== identity.id || hit.signerId !== signerId) continue
+      if (this.fromCache(hit, identity, signerId)) return { met: true }
+    }
+    return undefined
+  }
+
   async secondary(
     tokens: string[],
     identity: IdentityRecord,

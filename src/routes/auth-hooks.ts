@@ -58,13 +58,15 @@ export async function evaluateSecondary(
   request: FastifyRequest,
   identity: IdentityRecord,
 ): Promise<SecondaryResult> {
-  const required = (await deps.policyOf(identity))?.requireExtJwtSigner
+  // Known without a read on almost every request: no promise to wait for then.
+  const kept = deps.keptPolicyOf?.(identity)
+  const policy = kept ? kept.policy : await deps.policyOf(identity)
+  const required = policy?.requireExtJwtSigner
   if (!required) return { met: true }
-  const result = await deps.verifier.secondary(
-    bearerTokens(request.raw.rawHeaders),
-    identity,
-    required,
-  )
+  const tokens = bearerTokens(request.raw.rawHeaders)
+  const result =
+    deps.verifier.secondaryKept(tokens, identity, required) ??
+    (await deps.verifier.secondary(tokens, identity, required))
   deps.onSecondary?.(result)
   if (!result.met) {
     request.log.info(
