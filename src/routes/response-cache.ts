@@ -7,9 +7,12 @@ export interface CachedBody {
   etag: string
 }
 
-/** The key of one list page: the list parameters exactly as the query gave them. */
+/**
+ * The key of one list page: the list parameters exactly as the query gave them, an absent one
+ * (null) told apart from any text (quoted), so `?limit=undefined` is never the default page.
+ */
 export function pageKey(q: ListQuery): string {
-  return `${q.filter}\u0000${q.sort}\u0000${q.limit}\u0000${q.offset}`
+  return JSON.stringify([q.filter ?? null, q.sort ?? null, q.limit ?? null, q.offset ?? null])
 }
 
 /**
