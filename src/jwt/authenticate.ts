@@ -217,10 +217,6 @@ export class ExternalJwtVerifier {
   }
 
   /**
-   * The secondary factor: one of the tokens must come from the policy's required signer and name
-   * this very identity.
-   */
-  /**
    * The secondary factor met without waiting: one of the tokens was verified before, for this
    * identity and the required signer, and both are still enabled (what `secondary` would find in
    * the verified-token cache). Undefined in every other case: `secondary` then decides.
@@ -239,6 +235,10 @@ export class ExternalJwtVerifier {
     return undefined
   }
 
+  /**
+   * The secondary factor: one of the tokens must come from the policy's required signer and name
+   * this very identity.
+   */
   async secondary(
     tokens: string[],
     identity: IdentityRecord,

@@ -3,6 +3,7 @@ import { createServices } from '../../src/services.js'
 import { loopbackOnlyResolver, testClock, testConfig } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
+import { staleable } from '../helpers/staleable.js'
 import { openTestStore } from '../helpers/stores.js'
 
 // The secondary factor decided without waiting (ExternalJwtVerifier.secondaryKept): met only for
@@ -20,8 +21,9 @@ beforeAll(async () => {
 describe('secondaryKept', () => {
   it('is met only by a token verified before for this identity and signer, both still enabled', async () => {
     const clock = testClock(NOW.toISOString())
-    const store = await openTestStore('sqlite')
-    onTestFinished(() => store.close())
+    const real = await openTestStore('sqlite')
+    onTestFinished(() => real.close())
+    const { store, flags } = staleable(real)
     const log = { info: () => {}, warn: () => {}, error: () => {} }
     const services = await createServices({
       store,
@@ -71,6 +73,14 @@ describe('secondaryKept', () => {
     expect(await verifier.secondary([fromSecond], alice, second.id)).toEqual({ met: true })
     expect(verifier.secondaryKept([fromSecond], alice, mfa.id)).toBeUndefined()
     expect(verifier.secondaryKept([forAlice], alice, second.id)).toBeUndefined()
+
+    // While changes may have been missed, the cache is not trusted: the full check decides.
+    flags.stale = true
+    expect(verifier.secondaryKept([forAlice], alice, mfa.id)).toBeUndefined()
+    flags.stale = false
+    expect(verifier.secondaryKept([forAlice], alice, mfa.id)).toEqual({ met: true })
+    // An identity the caller holds as disabled, its token still remembered: not met here.
+    expect(verifier.secondaryKept([forAlice], { ...alice, disabled: true }, mfa.id)).toBeUndefined()
 
     // The signer disabled, or the identity: not met here, and the full check refuses.
     await signers.patch(mfa.id, { enabled: false })

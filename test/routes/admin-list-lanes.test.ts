@@ -14,6 +14,7 @@ import {
   testConfig,
 } from '../helpers/app.js'
 import { listedSigner } from '../helpers/signers.js'
+import { staleable } from '../helpers/staleable.js'
 import { freshPostgresUrl, openTestStore, PG_URL, STORES } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 import { listen } from '../http/raw-http.js'
@@ -93,7 +94,10 @@ async function userSession(
 
 describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
   it('answer each kept default page exactly as its route does: status, headers, body and 304', async () => {
-    const app = await buildTestApp({ storeKind })
+    // A clock of the test's: the lane admits a session only within a second of its last recorded
+    // activity, which a slow machine's wall clock could pass between two requests.
+    const clock = testClock()
+    const app = await buildTestApp({ storeKind, clock })
     const { port, admin, call, byLane } = await served(app)
     for (const n of ['one', 'two']) await call('POST', M, listedSigner(n))
     const headers = { 'zt-session': admin }
@@ -118,12 +122,29 @@ describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
     // Each list's second, fourth and fifth requests came through its lane.
     for (const list of LISTS) expect(byLane.filter((u) => u === list).length).toBe(3)
     expect(byLane.every((u) => LISTS.includes(u))).toBe(true)
+
+    // A second after the session's activity was last written, the route answers (and writes it
+    // again); then the lane does once more.
+    clock.advance(999)
+    expect(await get(port, M, headers)).toMatchObject({ status: 200 })
+    expect(byLane).toHaveLength(10)
+    clock.advance(1)
+    const touched = await get(port, M, headers)
+    expect(byLane).toHaveLength(10)
+    expect(await get(port, M, headers)).toEqual(touched)
+    expect(byLane).toHaveLength(11)
+
+    // A query that only looks like the default page's key is the route's, and refused.
+    for (const query of ['limit=undefined', 'offset=undefined', 'filter=undefined', 'sort=null']) {
+      const refused = await get(port, `${M}?${query}`, headers)
+      expect(refused.status, query).toBe(400)
+    }
     expect(names(await get(port, M, headers))).toEqual(['one', 'two'])
     expect(names(await get(port, I, headers))).toEqual(['admin'])
   })
 
   it('refuse exactly as the route does: no session, an unknown one, a non-admin, a secondary factor unmet', async () => {
-    const app = await buildTestApp({ storeKind })
+    const app = await buildTestApp({ storeKind, clock: testClock() })
     const { port, admin, call, byLane } = await served(app)
     const signer = (await call('POST', M, listedSigner('mfa'))).json().data.id
     const policy = (
@@ -165,7 +186,7 @@ describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
   })
 
   it('refuse in the very next request a session logged out, an identity demoted or disabled, a policy now asking a factor', async () => {
-    const app = await buildTestApp({ storeKind })
+    const app = await buildTestApp({ storeKind, clock: testClock() })
     const { port, call, byLane } = await served(app)
     const signer = (await call('POST', M, listedSigner('mfa'))).json().data.id
     const second = async () => {
@@ -224,7 +245,7 @@ describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
   })
 
   it('show every change in the very next response, and are counted in the metrics as the route is', async () => {
-    const s = await buildMeteredApp({ storeKind })
+    const s = await buildMeteredApp({ storeKind, clock: testClock() })
     const { port, admin, call, byLane } = await served(s.app)
     const headers = { 'zt-session': admin }
     const list = async (path: string) => {
@@ -262,8 +283,9 @@ describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
 describe('admitsKeptAdmin', () => {
   it('admits only a kept live session of an enabled admin, no sliding expiry due, whose kept policy asks no factor', async () => {
     const clock = testClock()
-    const store = await openTestStore('sqlite')
-    onTestFinished(() => store.close())
+    const real = await openTestStore('sqlite')
+    onTestFinished(() => real.close())
+    const { store, flags } = staleable(real)
     const log = { info: () => {}, warn: () => {}, error: () => {} }
     const services = await createServices({
       store,
@@ -327,6 +349,23 @@ describe('admitsKeptAdmin', () => {
     await readAsTheHookDoes()
     expect(admitsKeptAdmin(auth, headers)).toBe(true)
 
+    // While changes may have been missed (PostgreSQL's notification connection down), nothing
+    // kept is trusted: each of the three lookups says so on its own.
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    const boss = (await identities.find(admin.id)) as NonNullable<
+      Awaited<ReturnType<typeof identities.find>>
+    >
+    expect(identities.keptIdentity(admin.id)).toEqual(boss)
+    expect(policies.keptPolicyOf(boss)).toBeDefined()
+    expect(sessions.keptSession(token)).toBeDefined()
+    flags.stale = true
+    expect(identities.keptIdentity(admin.id)).toBeUndefined()
+    expect(policies.keptPolicyOf(boss)).toBeUndefined()
+    expect(sessions.keptSession(token)).toBeUndefined()
+    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    flags.stale = false
+    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+
     // Past its idle timeout the session is over, kept or not.
     clock.advance(60_000)
     expect(admitsKeptAdmin(auth, headers)).toBe(false)
@@ -337,8 +376,9 @@ describe('admitsKeptAdmin', () => {
 describe.skipIf(!PG_URL)('the admin list lanes on two instances of one PostgreSQL database', () => {
   it('follow changes through the other instance, and leave every answer to the route while notifications are down', async () => {
     const url = await freshPostgresUrl()
-    const a = await buildTestApp({ config: { dbPath: url } })
-    const b = await buildTestApp({ config: { dbPath: url } })
+    const clock = testClock()
+    const a = await buildTestApp({ config: { dbPath: url }, clock })
+    const b = await buildTestApp({ config: { dbPath: url }, clock })
     const callA = caller(a, await login(a))
     const onB = await served(b)
     const headers = { 'zt-session': onB.admin }
