@@ -6,6 +6,7 @@ import { migrationsDir, readMigrations } from '../../src/store/migrations.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
 import { signJwt } from '../helpers/jwt.js'
+import { cutListenersThen } from '../helpers/listeners.js'
 import { runToExit, type Started, startServer, stopServer } from '../helpers/server-process.js'
 import { createTestDatabase, PG_URL } from '../helpers/stores.js'
 
@@ -296,20 +297,10 @@ describe.skipIf(!PG_URL)('three controllers on one PostgreSQL', () => {
 
     // Cut every instance's LISTEN connection and change the signer at once through A: the
     // notification is sent while nobody listens, so B can only learn of it by not trusting caches.
-    const admin = new pg.Client({ connectionString: url })
-    await admin.connect()
-    try {
-      const cut = await admin.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE application_name = 'ext-jwt-controller-listen' AND datname = current_database()`,
-      )
-      expect(cut.rowCount).toBe(3)
-      await admin.query('UPDATE signers SET enabled = false, updated_at = now() WHERE id = $1', [
-        id,
-      ])
-    } finally {
-      await admin.end()
-    }
+    const cut = await cutListenersThen(url, [
+      ['UPDATE signers SET enabled = false, updated_at = now() WHERE id = $1', [id]],
+    ])
+    expect(cut).toBe(3)
     await within(1000, async () => expect((await jwtLogin()).status).toBe(401))
     // Listening again: the caches are reread and the instance follows notifications as before.
     await call(a.base, 'PATCH', `${M}/external-jwt-signers/${id}`, {

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 
@@ -53,4 +54,36 @@ export function rawExchange(
 /** Sends raw bytes and collects the answer until the server closes. */
 export function rawRequest(port: number, data: string): Promise<RawResponse> {
   return rawExchange(port, (socket) => socket.write(data))
+}
+
+/** An answer as a test compares it: status, headers without `date` (it moves by the second), body. */
+export interface Answer {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/** One request over a real connection (inject never reaches what answers before Fastify). */
+export function httpAnswer(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const { date: _date, ...rest } = res.headers as Record<string, string>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: rest,
+          body: Buffer.concat(chunks).toString(),
+        })
+      })
+    })
+    req.on('error', reject)
+    req.end()
+  })
 }

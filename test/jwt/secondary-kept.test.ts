@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { createServices } from '../../src/services.js'
-import { loopbackOnlyResolver, testClock, testConfig } from '../helpers/app.js'
+import { testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
+import { testServices } from '../helpers/services.js'
 import { staleable } from '../helpers/staleable.js'
 import { openTestStore } from '../helpers/stores.js'
 
@@ -24,15 +24,7 @@ describe('secondaryKept', () => {
     const real = await openTestStore('sqlite')
     onTestFinished(() => real.close())
     const { store, flags } = staleable(real)
-    const log = { info: () => {}, warn: () => {}, error: () => {} }
-    const services = await createServices({
-      store,
-      config: testConfig(),
-      clock,
-      log,
-      resolver: loopbackOnlyResolver,
-    })
-    onTestFinished(() => services.close())
+    const services = await testServices(store, clock)
     const { signers, identities, verifier } = services
     const mfa = await signers.create({
       name: 'mfa',

@@ -1,23 +1,16 @@
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
-import pg from 'pg'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NO_AUDIT_CONTEXT } from '../../src/audit/audit-service.js'
 import { admitsKeptAdmin } from '../../src/routes/auth-hooks.js'
-import { createServices } from '../../src/services.js'
-import {
-  buildTestApp,
-  caller,
-  login,
-  loopbackOnlyResolver,
-  testClock,
-  testConfig,
-} from '../helpers/app.js'
+import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
+import { cutListenersThen } from '../helpers/listeners.js'
+import { testServices } from '../helpers/services.js'
 import { listedSigner } from '../helpers/signers.js'
 import { staleable } from '../helpers/staleable.js'
 import { freshPostgresUrl, openTestStore, PG_URL, STORES } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
-import { listen } from '../http/raw-http.js'
+import { type Answer, httpAnswer as get, listen } from '../http/raw-http.js'
 import { buildMeteredApp } from '../metrics/scrape.js'
 
 // The default pages of the admin lists (signers under both paths, identities) are answered before
@@ -30,32 +23,6 @@ const SHORT = '/edge/management/v1/ext-jwt-signers'
 const I = '/edge/management/v1/identities'
 const P = '/edge/management/v1/auth-policies'
 const LISTS = [M, SHORT, I]
-
-interface Answer {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-/** One request over a real connection; headers without `date` (it differs by the second). */
-function get(port: number, path: string, headers: Record<string, string> = {}) {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
-        const { date: _date, ...rest } = res.headers as Record<string, string>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: rest,
-          body: Buffer.concat(chunks).toString(),
-        })
-      })
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
 
 /**
  * Serves the app on a real listener and notes the URL of every request answered before Fastify:
@@ -205,21 +172,13 @@ describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
     }
 
     const loggedOut = await second()
-    const ended = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'DELETE',
-          path: '/edge/management/v1/current-api-session',
-          headers: loggedOut.headers,
-        },
-        (res) => resolve(res.statusCode ?? 0),
-      )
-      req.on('error', reject)
-      req.end()
-    })
-    expect(ended).toBe(200)
+    const ended = await get(
+      port,
+      '/edge/management/v1/current-api-session',
+      loggedOut.headers,
+      'DELETE',
+    )
+    expect(ended.status).toBe(200)
     await refused(loggedOut.headers)
 
     const demoted = await second()
@@ -286,15 +245,7 @@ describe('admitsKeptAdmin', () => {
     const real = await openTestStore('sqlite')
     onTestFinished(() => real.close())
     const { store, flags } = staleable(real)
-    const log = { info: () => {}, warn: () => {}, error: () => {} }
-    const services = await createServices({
-      store,
-      config: testConfig({ sessionTimeoutMs: 60_000 }),
-      clock,
-      log,
-      resolver: loopbackOnlyResolver,
-    })
-    onTestFinished(() => services.close())
+    const services = await testServices(store, clock, { sessionTimeoutMs: 60_000 })
     const { auth, identities, policies, sessions } = services
     // Another admin, so that this one may be demoted (the last one may not).
     await identities.create({ name: 'other', isAdmin: true }, NO_AUDIT_CONTEXT)
@@ -410,19 +361,11 @@ describe.skipIf(!PG_URL)('the admin list lanes on two instances of one PostgreSQ
 
     // Every listening connection cut, then changes no instance is told of (plain SQL, no NOTIFY):
     // B can only show them by reading the database.
-    const admin = new pg.Client({ connectionString: url })
-    await admin.connect()
-    try {
-      const cut = await admin.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE application_name = 'ext-jwt-controller-listen' AND datname = current_database()`,
-      )
-      expect(cut.rowCount).toBe(2)
-      await admin.query(`UPDATE signers SET name = 'unannounced' WHERE id = $1`, [signer])
-      await admin.query(`UPDATE identities SET name = 'ida-unannounced' WHERE id = $1`, [identity])
-    } finally {
-      await admin.end()
-    }
+    const cut = await cutListenersThen(url, [
+      [`UPDATE signers SET name = 'unannounced' WHERE id = $1`, [signer]],
+      [`UPDATE identities SET name = 'ida-unannounced' WHERE id = $1`, [identity]],
+    ])
+    expect(cut).toBe(2)
     await within(1000, async () => expect(await namesOnB(M)).toEqual(['unannounced']))
     await within(1000, async () => expect(await namesOnB(I)).toEqual(['admin', 'ida-unannounced']))
   })

@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
@@ -10,7 +10,7 @@ import { SignerService } from '../../src/signers/signer-service.js'
 import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { listedSigner } from '../helpers/signers.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
-import { listen, rawRequest } from '../http/raw-http.js'
+import { type Answer, httpAnswer as get, listen, rawRequest } from '../http/raw-http.js'
 import { buildMeteredApp } from '../metrics/scrape.js'
 
 // The default page of the client signer list is answered before Fastify once it is kept
@@ -19,32 +19,6 @@ import { buildMeteredApp } from '../metrics/scrape.js'
 
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 const M = '/edge/management/v1/external-jwt-signers'
-
-interface Answer {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-/** One request over a real connection; headers without `date` (it differs by the second). */
-function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET') {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
-        const { date: _date, ...rest } = res.headers as Record<string, string>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: rest,
-          body: Buffer.concat(chunks).toString(),
-        })
-      })
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
 
 const names = (a: Answer) => (JSON.parse(a.body).data as { name: string }[]).map((s) => s.name)
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login } from '../helpers/app.js'
+import { cutListenersThen } from '../helpers/listeners.js'
 import { listedSigner } from '../helpers/signers.js'
 import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
@@ -142,19 +142,11 @@ describe.skipIf(!PG_URL)('kept lists on two instances of one PostgreSQL database
 
     // Every listening connection cut, then a change no instance is told of (plain SQL, no NOTIFY):
     // B can only show it by reading the database.
-    const admin = new pg.Client({ connectionString: url })
-    await admin.connect()
-    try {
-      const cut = await admin.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE application_name = 'ext-jwt-controller-listen' AND datname = current_database()`,
-      )
-      expect(cut.rowCount).toBe(2)
-      await admin.query(`UPDATE signers SET name = 'unannounced' WHERE id = $1`, [signer])
-      await admin.query(`UPDATE identities SET name = 'ida-unannounced' WHERE id = $1`, [identity])
-    } finally {
-      await admin.end()
-    }
+    const cut = await cutListenersThen(url, [
+      [`UPDATE signers SET name = 'unannounced' WHERE id = $1`, [signer]],
+      [`UPDATE identities SET name = 'ida-unannounced' WHERE id = $1`, [identity]],
+    ])
+    expect(cut).toBe(2)
     await within(1000, async () => expect(await clientNames(b)).toEqual(['unannounced']))
     await within(1000, async () => expect(await identityName()).toBe('ida-unannounced'))
     expect((await callB('GET', M)).json().data[0].name).toBe('unannounced')

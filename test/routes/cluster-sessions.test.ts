@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login } from '../helpers/app.js'
 import { makeCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
+import { cutListenersThen } from '../helpers/listeners.js'
 import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -72,18 +73,10 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
     const { url, a } = await twoInstances()
     const token = await login(a)
     expect(await current(a, token)).toBe(200)
-    const db = new pg.Client({ connectionString: url })
-    await db.connect()
-    try {
-      const cut = await db.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE application_name = 'ext-jwt-controller-listen' AND datname = current_database()`,
-      )
-      expect(cut.rowCount).toBe(2)
-      await db.query('DELETE FROM api_sessions WHERE id = $1', [token.split('.')[0]])
-    } finally {
-      await db.end()
-    }
+    const cut = await cutListenersThen(url, [
+      ['DELETE FROM api_sessions WHERE id = $1', [token.split('.')[0]]],
+    ])
+    expect(cut).toBe(2)
     await within(1000, async () => expect(await current(a, token)).toBe(401))
   })
 
