@@ -152,7 +152,7 @@ export async function benchCapacity(name: string, db: string): Promise<void> {
       await inputs('management signer list (default page)', stats, metricsUrl, (beforeRun) =>
         measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, {
           pid: ctrl.pid,
-          headers: () => ({ 'zt-session': session }),
+          headers: { 'zt-session': session },
           beforeRun,
         }),
       ),

@@ -28,15 +28,29 @@ export function cpuTimeUs(pid: number): number | undefined {
 }
 
 /**
- * Runs autocannon against one route; `headers` may rotate per request. With `amount` the run ends
- * after that many requests (a list of distinct tokens is then never sent twice: autocannon's own
- * request list would start again on every connection, so the rotation is one shared counter).
+ * What autocannon sends as headers: a constant record (the request is then built once, as a client
+ * that repeats itself does), or a function called per request, to rotate them (autocannon then
+ * rebuilds every request, which costs the load generator, on the same cores, CPU of its own).
+ */
+function headerOptions(
+  headers: Record<string, string> | (() => Record<string, string>) | undefined,
+): object {
+  if (headers === undefined) return {}
+  if (typeof headers !== 'function') return { headers }
+  return { requests: [{ setupRequest: (req: object) => ({ ...req, headers: headers() }) }] }
+}
+
+/**
+ * Runs autocannon against one route; `headers` are constant or rotate per request. With `amount`
+ * the run ends after that many requests (a list of distinct tokens is then never sent twice:
+ * autocannon's own request list would start again on every connection, so the rotation is one
+ * shared counter).
  */
 export async function measure(
   url: string,
   options: {
     method?: 'GET' | 'POST'
-    headers?: () => Record<string, string>
+    headers?: Record<string, string> | (() => Record<string, string>)
     amount?: number
     statusOk?: (status: number) => boolean
     /** The server's process id: its CPU time per request is reported too. */
@@ -47,7 +61,6 @@ export async function measure(
     beforeRun?: () => Promise<void>
   } = {},
 ): Promise<Result> {
-  const nextHeaders = options.headers
   if (options.amount === undefined && options.warmup !== false) {
     // The same load first, so every figure is of a warmed-up process (JIT, caches).
     await autocannon({
@@ -55,9 +68,7 @@ export async function measure(
       method: options.method ?? 'GET',
       connections: CONNECTIONS,
       duration: WARMUP_S,
-      ...(nextHeaders
-        ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
-        : {}),
+      ...headerOptions(options.headers),
     })
   }
   await options.beforeRun?.()
@@ -71,9 +82,7 @@ export async function measure(
         method: options.method ?? 'GET',
         connections: CONNECTIONS,
         ...(options.amount === undefined ? { duration: DURATION_S } : { amount: options.amount }),
-        ...(nextHeaders
-          ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: nextHeaders() }) }] }
-          : {}),
+        ...headerOptions(options.headers),
       },
       (err, res) => (err ? reject(err) : resolve(res)),
     )

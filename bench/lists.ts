@@ -13,14 +13,14 @@ export type Run = (round: number) => Promise<Result>
 
 /** A route measured for a goal, warmed up in the first round only. */
 export const route =
-  (url: string, pid: number, headers?: () => Record<string, string>): Run =>
+  (url: string, pid: number, headers?: Record<string, string>): Run =>
   (round) =>
     measure(url, { pid, warmup: round === 0, ...(headers ? { headers } : {}) })
 
 /** A management route of `ctrl` as the admin, with a session taken right before the rounds. */
 async function asAdmin(ctrl: Controller, path: string): Promise<Run> {
   const session = await ctrl.adminSession()
-  return route(`${ctrl.base}${path}`, ctrl.pid, () => ({ 'zt-session': session }))
+  return route(`${ctrl.base}${path}`, ctrl.pid, { 'zt-session': session })
 }
 
 export interface ListFigures {

@@ -63,7 +63,7 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
       return measure(url, {
         ...(pid === undefined ? {} : { pid }),
         warmup: round === 0,
-        headers: () => ({ 'zt-session': session, ...extra }),
+        headers: { 'zt-session': session, ...extra },
       })
     }
   const ratio = await paired(

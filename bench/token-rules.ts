@@ -100,7 +100,7 @@ export async function benchTokenRules(
     return measure(url, {
       pid: ctrl.pid,
       warmup: round === 0,
-      headers: () => ({ 'zt-session': session, authorization: `Bearer ${repeated[kind]}` }),
+      headers: { 'zt-session': session, authorization: `Bearer ${repeated[kind]}` },
     })
   }
   const secondary = await paired(
