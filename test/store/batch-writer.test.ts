@@ -33,6 +33,23 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     expect(units).toHaveBeenCalledTimes(2)
   })
 
+  it('starts the write at the end of the turn: an item of the next turn does not join it', async () => {
+    await setup()
+    const batches: string[][] = []
+    const writer = new BatchWriter<SessionRecord>(async (items) => {
+      batches.push(items.map((s) => s.id))
+      await store.transaction((tx) => tx.sessions.insertMany(items))
+    })
+    const first = [writer.add(session('alice', 'a1')), writer.add(session('alice', 'a2'))]
+    // The end of this turn (setImmediate callbacks run in the order they were queued).
+    await new Promise((r) => setImmediate(r))
+    expect(batches).toEqual([['a1', 'a2']])
+    const later = writer.add(session('alice', 'b1'))
+    await Promise.all([...first, later])
+    expect(batches).toEqual([['a1', 'a2'], ['b1']])
+    expect(await store.repos.sessions.count()).toBe(3)
+  })
+
   it('keeps at most two units of work in flight: what arrives meanwhile waits and shares the next', async () => {
     await setup()
     let open!: () => void
