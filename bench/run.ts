@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startCertController } from './cert-page.js'
-import { CONNECTIONS, DURATION_S, ROUNDS, report } from './common.js'
+import { CONNECTIONS, DURATION_S, ROUNDS, report, SLICES } from './common.js'
 import { type Controller, startController } from './controller.js'
 import { benchDatabase, dropDatabase } from './databases.js'
 import { Goals } from './goals.js'
@@ -43,7 +43,7 @@ async function startBare() {
     PORT: String(port),
   })
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the goals judged on the lowest: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
   )
   const baseline = route(`${url}/hello`, bare.pid)
   const first = await baseline(0)

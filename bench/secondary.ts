@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
-import { measure, type Paired, paired } from './common.js'
+import { DURATION_S, measure, type Paired, paired, SLICES } from './common.js'
 import { type Call, passwordSession } from './controller.js'
 
 async function idOf(res: Promise<Response>): Promise<string> {
@@ -57,20 +57,25 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
     .sign(privateKey)
 
   const url = `${base}/edge/client/v1/current-identity`
-  const run =
-    (name: 'mfa-user' | 'plain-user', extra: Record<string, string>) => async (round: number) => {
-      const session = await passwordSession(base, name, 'bench-password-1', 'client')
+  // Each round logs both users in right before it measures; its slices share those sessions.
+  const run = (name: 'mfa-user' | 'plain-user', extra: Record<string, string>) => {
+    let session = ''
+    return async (round: number, slice: number) => {
+      if (slice === 0) session = await passwordSession(base, name, 'bench-password-1', 'client')
       return measure(url, {
         ...(pid === undefined ? {} : { pid }),
-        warmup: round === 0,
+        warmup: round === 0 && slice === 0,
+        seconds: DURATION_S / SLICES,
         headers: { 'zt-session': session, ...extra },
       })
     }
+  }
   const ratio = await paired(
     'current-identity, secondary JWT (repeated)',
     'no factor',
     run('plain-user', {}),
     run('mfa-user', { authorization: `Bearer ${jwt}` }),
+    SLICES,
   )
   server.close()
   return ratio
