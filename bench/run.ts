@@ -43,7 +43,7 @@ async function startBare() {
     PORT: String(port),
   })
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the goals judged on the lowest: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the login and secondary-factor goals: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
   )
   const baseline = route(`${url}/hello`, bare.pid)
   const first = await baseline(0)
