@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { measure, type Paired, paired, type Result } from './common.js'
 import type { Controller } from './controller.js'
 import type { Goals } from './goals.js'
-import { freePort, startProcess } from './processes.js'
+import { BARE_OPTIONS, freePort, startProcess } from './processes.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -89,10 +89,16 @@ export async function certPage(
   writeFileSync(file, body)
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const server = await startProcess(join(here, 'bare-server.js'), url, '/hello', {
-    PORT: String(port),
-    PAGE: file,
-  })
+  const server = await startProcess(
+    join(here, 'bare-server.js'),
+    url,
+    '/hello',
+    {
+      PORT: String(port),
+      PAGE: file,
+    },
+    BARE_OPTIONS,
+  )
   try {
     const ceiling = await paired(
       `bare route answering the same ${body.length} bytes (ceiling)`,

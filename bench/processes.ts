@@ -17,6 +17,14 @@ export async function freePort(): Promise<number> {
   return port
 }
 
+/**
+ * The Node option of every bare Fastify server (the baselines and the page ceiling), as of the
+ * controller (`npm start`): without it a server left idle some seconds after it starts (the
+ * ceiling waits while its baseline runs first) stays about a quarter slower for good (README,
+ * "Idle start"), and which server that hits would decide a ratio.
+ */
+export const BARE_OPTIONS = ['--no-memory-reducer']
+
 /** Starts a built script as its own process and waits until `base + probe` answers 200. */
 export async function startProcess(
   script: string,

@@ -14,7 +14,7 @@ import { benchMemory } from './memory.js'
 import { benchMetrics } from './metrics.js'
 import { benchPasswordFlood } from './password-flood.js'
 import { benchPostgres } from './postgres.js'
-import { freePort, startProcess } from './processes.js'
+import { BARE_OPTIONS, freePort, startProcess } from './processes.js'
 import { benchSecondary } from './secondary.js'
 import { benchTokenRules } from './token-rules.js'
 
@@ -39,11 +39,17 @@ async function onlyTokenRules(dir: string): Promise<void> {
 async function startBare() {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const bare = await startProcess(join(here, 'bare-server.js'), url, '/hello', {
-    PORT: String(port),
-  })
+  const bare = await startProcess(
+    join(here, 'bare-server.js'),
+    url,
+    '/hello',
+    {
+      PORT: String(port),
+    },
+    BARE_OPTIONS,
+  )
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process, default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the login and secondary-factor goals: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process (the bare ones with the controller's --no-memory-reducer), default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the login and secondary-factor goals: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
   )
   const baseline = route(`${url}/hello`, bare.pid)
   const first = await baseline(0)
