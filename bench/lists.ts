@@ -1,13 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { measure, type Paired, paired, type Result } from './common.js'
 import type { Controller } from './controller.js'
 import type { Goals } from './goals.js'
-import { BARE_OPTIONS, freePort, startProcess } from './processes.js'
-
-const here = fileURLToPath(new URL('.', import.meta.url))
+import { startBareServer } from './processes.js'
 
 export type Run = (round: number) => Promise<Result>
 
@@ -87,18 +84,8 @@ export async function certPage(
   const dir = mkdtempSync(join(tmpdir(), 'ctrl-bench-page-'))
   const file = join(dir, 'page.json')
   writeFileSync(file, body)
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const server = await startProcess(
-    join(here, 'bare-server.js'),
-    url,
-    '/hello',
-    {
-      PORT: String(port),
-      PAGE: file,
-    },
-    BARE_OPTIONS,
-  )
+  const server = await startBareServer({ PAGE: file })
+  const url = server.url
   try {
     const ceiling = await paired(
       `bare route answering the same ${body.length} bytes (ceiling)`,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 
 export interface Started {
   stop: () => Promise<void>
@@ -16,14 +17,6 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve))
   return port
 }
-
-/**
- * The Node option of every bare Fastify server (the baselines and the page ceiling), as of the
- * controller (`npm start`): without it a server left idle some seconds after it starts (the
- * ceiling waits while its baseline runs first) stays about a quarter slower for good (README,
- * "Idle start"), and which server that hits would decide a ratio.
- */
-export const BARE_OPTIONS = ['--no-memory-reducer']
 
 /** Starts a built script as its own process and waits until `base + probe` answers 200. */
 export async function startProcess(
@@ -60,4 +53,29 @@ export async function startProcess(
       await once(child, 'exit')
     },
   }
+}
+
+/**
+ * The Node option of every bare Fastify server (the baselines and the page ceiling), as of the
+ * controller (`npm start`): without it a server left idle some seconds after it starts (the
+ * ceiling waits while its baseline runs first) stays about a quarter slower for good (README,
+ * "Idle start"), and which server that hits would decide a ratio.
+ */
+const BARE_OPTIONS = ['--no-memory-reducer']
+
+/** A bare Fastify server (`bare-server.ts`) of its own on a free port, with `env` (`PAGE`). */
+export async function startBareServer(
+  env: Record<string, string> = {},
+): Promise<Started & { url: string }> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const script = join(import.meta.dirname, 'bare-server.js')
+  const started = await startProcess(
+    script,
+    url,
+    '/hello',
+    { ...env, PORT: String(port) },
+    BARE_OPTIONS,
+  )
+  return { ...started, url }
 }

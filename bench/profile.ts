@@ -5,7 +5,7 @@ import { measure } from './common.js'
 import { startController } from './controller.js'
 import { benchDatabase, dropDatabase } from './databases.js'
 import { distinctLogins, loginFixture } from './login.js'
-import { BARE_OPTIONS, freePort, startProcess } from './processes.js'
+import { startBareServer } from './processes.js'
 
 /**
  * `npm run bench:profile -- <load>`: runs one load (client-list, signer-list, identity-list,
@@ -54,17 +54,8 @@ async function timed(load: () => Promise<{ rps: number }>): Promise<number> {
 let rps: number
 if (load === 'bare') {
   // The baseline's own profile, for comparison: the controller above only idles meanwhile.
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const bare = await startProcess(
-    join(import.meta.dirname, 'bare-server.js'),
-    url,
-    '/hello',
-    {
-      PORT: String(port),
-    },
-    BARE_OPTIONS,
-  )
+  const bare = await startBareServer()
+  const url = bare.url
   rps = await timed(() => measure(`${url}/hello`))
   await bare.stop()
 } else if (load === 'client-list') {

@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { startCertController } from './cert-page.js'
 import { CONNECTIONS, DURATION_S, ROUNDS, report, SLICES } from './common.js'
 import { type Controller, startController } from './controller.js'
@@ -14,12 +13,11 @@ import { benchMemory } from './memory.js'
 import { benchMetrics } from './metrics.js'
 import { benchPasswordFlood } from './password-flood.js'
 import { benchPostgres } from './postgres.js'
-import { BARE_OPTIONS, freePort, startProcess } from './processes.js'
+import { startBareServer } from './processes.js'
 import { benchSecondary } from './secondary.js'
 import { benchTokenRules } from './token-rules.js'
 
 const goals = new Goals()
-const here = dirname(fileURLToPath(import.meta.url))
 
 /** Goal of issue 26: login and secondary factor through a signer with token rules. */
 async function tokenRules(ctrl: Controller): Promise<void> {
@@ -37,17 +35,8 @@ async function onlyTokenRules(dir: string): Promise<void> {
 
 /** The bare Fastify route in a process of its own: the baseline of the route goals. */
 async function startBare() {
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const bare = await startProcess(
-    join(here, 'bare-server.js'),
-    url,
-    '/hello',
-    {
-      PORT: String(port),
-    },
-    BARE_OPTIONS,
-  )
+  const bare = await startBareServer()
+  const url = bare.url
   console.log(
     `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process (the bare ones with the controller's --no-memory-reducer), default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the login and secondary-factor goals: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
   )
