@@ -2,6 +2,7 @@ import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { FeedEvent, Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
+import { NOTICE_ID, recordLogins } from '../../src/store/postgres/login-batch.js'
 import { insertIdentities, logins } from '../helpers/records.js'
 import { createTestDatabase, freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
@@ -13,6 +14,9 @@ const open = (url: string) =>
     quiet,
     async () => {},
   )
+
+/** Notification payloads for group commits made outside a store (LoginNotices). */
+const NOTICES = { channel: 'test_logins', opened: '{}', ended: `{"id":${NOTICE_ID}}` }
 
 /** The session cap's lock of an identity: the key every release takes it with (rolling upgrades). */
 const CAP_LOCK = 'pg_advisory_xact_lock(1936028531, hashtext($1))'
@@ -122,5 +126,36 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
       ]),
     )
     expect(echoed).toEqual([]) // an instance's own changes are applied where it made them
+  })
+
+  it('reads sessions by index once the table outgrew the plans a connection made on a new database', async () => {
+    const url = await freshPostgresUrl()
+    await setup(url, 'alice', 'bob')
+    // As autovacuum does soon after the first rows: statistics of a nearly empty table. A pooled
+    // connection's first calls then make their plans, and the connection keeps them.
+    const first = await client(url)
+    await recordLogins(first, logins('alice', [1]), 100, NOTICES)
+    await first.query('ANALYZE api_sessions')
+    for (let n = 2; n <= 8; n++) await recordLogins(first, logins('alice', [n]), 100, NOTICES)
+    // The table grows, with no ANALYZE in between.
+    const other = await client(url)
+    await other.query(
+      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
+         created_at, updated_at, last_activity_at, expires_at)
+       SELECT 'bob-' || g, sha256(g::text::bytea), 'bob', 'updb', '127.0.0.1', now(), now(), now(),
+         now() + interval '1 hour'
+       FROM generate_series(101, 20000) AS g`,
+    )
+    // A login of alice, at and then past the cap, scans none of it: the counts of this transaction.
+    await first.query('BEGIN')
+    const ended = await recordLogins(first, logins('alice', [9]), 8, NOTICES)
+    const { rows } = await first.query(
+      `SELECT seq_scan::int AS seq, idx_scan::int AS idx
+         FROM pg_stat_xact_user_tables WHERE relname = 'api_sessions'`,
+    )
+    await first.query('COMMIT')
+    expect(ended).toEqual([{ id: 'alice-1', identityId: 'alice' }])
+    expect(rows[0].seq).toBe(0)
+    expect(rows[0].idx).toBeGreaterThan(0)
   })
 })
