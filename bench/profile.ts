@@ -2,15 +2,17 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { measure } from './common.js'
-import { startController } from './controller.js'
+import { passwordSession, startController } from './controller.js'
 import { benchDatabase, dropDatabase } from './databases.js'
 import { distinctLogins, loginFixture } from './login.js'
 import { startBareServer } from './processes.js'
+import { SECONDARY_PASSWORD, secondaryFixture } from './secondary.js'
 
 /**
  * `npm run bench:profile -- <load>`: runs one load (client-list, signer-list, identity-list,
- * login) against a controller started under `--cpu-prof`, then prints where its main thread spent
- * its time: the functions with the most self time, and the share of each package or file.
+ * login, secondary, no-factor) against a controller started under `--cpu-prof`, then prints where
+ * its main thread spent its time: the functions with the most self time, and the share of each
+ * package or file.
  */
 interface ProfileNode {
   id: number
@@ -71,8 +73,20 @@ if (load === 'bare') {
   const tokens = await fixture.tokens('RS256', LOGINS)
   rps = await timed(() => distinctLogins(ctrl, tokens))
   fixture.close()
+} else if (load === 'secondary' || load === 'no-factor') {
+  // current-identity as the secondary-factor goal measures it, with the factor or without.
+  const fixture = await secondaryFixture(ctrl.base, ctrl.call)
+  const user = load === 'secondary' ? 'mfa-user' : 'plain-user'
+  const headers: Record<string, string> = {
+    'zt-session': await passwordSession(ctrl.base, user, SECONDARY_PASSWORD, 'client'),
+    ...(load === 'secondary' ? { authorization: `Bearer ${fixture.jwt}` } : {}),
+  }
+  rps = await timed(() => measure(fixture.url, { headers }))
+  fixture.close()
 } else {
-  throw new Error(`unknown load ${load}: client-list, signer-list, identity-list or login`)
+  throw new Error(
+    `unknown load ${load}: client-list, signer-list, identity-list, login, secondary or no-factor`,
+  )
 }
 await ctrl.stop()
 if (onPostgres) await dropDatabase('ctrl_bench_profile')

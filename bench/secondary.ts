@@ -8,11 +8,22 @@ async function idOf(res: Promise<Response>): Promise<string> {
   return ((await (await res).json()) as { data: { id: string } }).data.id
 }
 
+/** Both users' password. */
+export const SECONDARY_PASSWORD = 'bench-password-1'
+
+export interface SecondaryFixture {
+  /** current-identity: the route both users call. */
+  url: string
+  /** The JWT the secondary factor asks for, of the mfa-user. */
+  jwt: string
+  close(): void
+}
+
 /**
- * current-identity with a secondary-factor policy and a repeated JWT, against the same route
- * without. Each round logs both users in right before it measures (see Controller.adminSession).
+ * Two users of the same controller: mfa-user, whose policy asks for a JWT of a signer (its JWKS
+ * served here) on every call, and plain-user, on the default policy. Both log in with a password.
  */
-export async function benchSecondary(base: string, call: Call, pid?: number): Promise<Paired> {
+export async function secondaryFixture(base: string, call: Call): Promise<SecondaryFixture> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'mfa', alg: 'ES256' }] }
   const server = createServer((_req, res) => {
@@ -43,7 +54,7 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
   ] as const) {
     ids[name] = await idOf(call('POST', '/edge/management/v1/identities', { name, authPolicyId }))
     await call('PUT', `/edge/management/v1/identities/${ids[name]}/password`, {
-      password: 'bench-password-1',
+      password: SECONDARY_PASSWORD,
     })
   }
   await new Promise((r) => setTimeout(r, 200))
@@ -56,12 +67,24 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
     .setExpirationTime('1h')
     .sign(privateKey)
 
-  const url = `${base}/edge/client/v1/current-identity`
+  return {
+    url: `${base}/edge/client/v1/current-identity`,
+    jwt,
+    close: () => server.close(),
+  }
+}
+
+/**
+ * current-identity with a secondary-factor policy and a repeated JWT, against the same route
+ * without. Each round logs both users in right before it measures (see Controller.adminSession).
+ */
+export async function benchSecondary(base: string, call: Call, pid?: number): Promise<Paired> {
+  const { url, jwt, close } = await secondaryFixture(base, call)
   // Each round logs both users in right before it measures; its slices share those sessions.
   const run = (name: 'mfa-user' | 'plain-user', extra: Record<string, string>) => {
     let session = ''
     return async (round: number, slice: number) => {
-      if (slice === 0) session = await passwordSession(base, name, 'bench-password-1', 'client')
+      if (slice === 0) session = await passwordSession(base, name, SECONDARY_PASSWORD, 'client')
       return measure(url, {
         ...(pid === undefined ? {} : { pid }),
         warmup: round === 0 && slice === 0,
@@ -77,6 +100,6 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
     run('mfa-user', { authorization: `Bearer ${jwt}` }),
     SLICES,
   )
-  server.close()
+  close()
   return ratio
 }
