@@ -108,10 +108,8 @@ async function everything(dir: string): Promise<void> {
   await certs.stop()
 
   // PostgreSQL, against the bare route and the SQLite figures of the same run. It runs before the
-  // SQLite blocks that write (logins, the password flood): by their end that controller holds
-  // hundreds of thousands of sessions and events, and the machine ran large answers slower while
-  // it idled beside the PostgreSQL blocks (a bare route answering the certificate page's bytes at
-  // 0.38 of the bare route there, 0.54 to 0.61 elsewhere).
+  // SQLite blocks that write (logins, the password flood), beside a SQLite controller that holds
+  // no more than its lists' identities, as in `BENCH_ONLY=postgres`.
   await benchPostgres({
     bare: baseline,
     sqliteDb: join(dir, 'login-baseline.db'),
