@@ -1,4 +1,5 @@
 import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/contract.js'
+import { hasWhitespace } from './challenge.js'
 import type { SignerKeys } from './signer-keys.js'
 import { compileRules } from './token-rules.js'
 import { type VerifiedEntry, VerifiedTokenCache } from './verified-cache.js'
@@ -92,6 +93,9 @@ function primaryRefusal(policy: AuthPolicyRecord, signer: SignerRecord): string 
   return undefined
 }
 
+/** The secondary factor met (shared: nothing changes a result). */
+const MET: { met: true } = Object.freeze({ met: true })
+
 /**
  * Verifies external JWTs and matches them to identities. A token that passed once is remembered
  * (by hash) until it expires, so repeating it costs no signature check; the cache is emptied for a
@@ -126,13 +130,16 @@ export class ExternalJwtVerifier {
     const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
     const identity = await matchIdentity(verified, this.lookup)
     const exp = verified.claims.exp as number // exp is required
-    this.cache.set(key, {
-      signerId: verified.signer.id,
-      identityId: identity.id,
-      kid: verified.kid,
-      exp,
-      expiresAtMs: Math.min(this.cacheUntil(verified), verified.reusableUntilMs),
-    })
+    // Never one with whitespace, which no bearer token holds: secondaryKept's quick parse of the
+    // headers relies on it (bearerCandidates).
+    if (!hasWhitespace(token))
+      this.cache.set(key, {
+        signerId: verified.signer.id,
+        identityId: identity.id,
+        kid: verified.kid,
+        exp,
+        expiresAtMs: Math.min(this.cacheUntil(verified), verified.reusableUntilMs),
+      })
     return { signer: verified.signer, identity, kid: verified.kid, exp }
   }
 
@@ -219,7 +226,8 @@ export class ExternalJwtVerifier {
   /**
    * The secondary factor met without waiting: one of the tokens was verified before, for this
    * identity and the required signer, and both are still enabled (what `secondary` would find in
-   * the verified-token cache). Undefined in every other case: `secondary` then decides.
+   * the verified-token cache). Undefined in every other case: `secondary` then decides. The tokens
+   * may be the request's bearerCandidates: only a token verified before can meet it here.
    */
   secondaryKept(
     tokens: string[],
@@ -230,7 +238,7 @@ export class ExternalJwtVerifier {
     for (const token of tokens) {
       const hit = this.cache.get(VerifiedTokenCache.key(token))
       if (hit?.identityId !== identity.id || hit.signerId !== signerId) continue
-      if (this.fromCache(hit, identity, signerId)) return { met: true }
+      if (this.fromCache(hit, identity, signerId)) return MET
     }
     return undefined
   }

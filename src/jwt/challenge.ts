@@ -68,3 +68,34 @@ export function bearerTokens(rawHeaders: string[]): string[] {
   }
   return tokens
 }
+
+const WHITESPACE = /\s/
+
+/**
+ * bearerTokens' quick form, for a lookup among tokens verified before, on every request of a
+ * session under a secondary-factor policy: the scheme and the whitespace around the token are
+ * checked, not the token's own characters (a scan of the whole token, most of bearerTokens' time).
+ * Any of these that is a verified token is one of bearerTokens' (a verified token holds no
+ * whitespace, see ExternalJwtVerifier.match), at the same place or earlier; anything else must
+ * read bearerTokens.
+ */
+export function bearerCandidates(rawHeaders: string[]): string[] {
+  const tokens: string[] = []
+  for (let i = 0; i + 1 < rawHeaders.length && tokens.length < MAX_BEARERS; i += 2) {
+    const name = rawHeaders[i]
+    const raw = rawHeaders[i + 1]
+    if (name === undefined || raw === undefined) break
+    if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
+    // trim() removes exactly what \s matches: the value ends on a character of the token.
+    const value = raw.trim()
+    if (value.length < 8 || value.slice(0, 6).toLowerCase() !== 'bearer') continue
+    if (!WHITESPACE.test(value.charAt(6))) continue
+    tokens.push(value.slice(7).trimStart())
+  }
+  return tokens
+}
+
+/** Whether a string holds whitespace (no bearer token does). */
+export function hasWhitespace(value: string): boolean {
+  return WHITESPACE.test(value)
+}

@@ -5,7 +5,7 @@ import { AppError } from '../errors.js'
 import type { IdentityRecord } from '../identities/identity-service.js'
 import type { ResolvedSession, SessionService } from '../identities/session-service.js'
 import type { ExternalJwtVerifier, SecondaryResult } from '../jwt/authenticate.js'
-import { bearerChallenge, bearerTokens } from '../jwt/challenge.js'
+import { bearerCandidates, bearerChallenge, bearerTokens } from '../jwt/challenge.js'
 import type { AuthPolicyRecord } from '../policies/auth-policy-service.js'
 import type { AuthQuery } from './sessions/schemas.js'
 
@@ -63,10 +63,10 @@ export async function evaluateSecondary(
   const policy = kept ? kept.policy : await deps.policyOf(identity)
   const required = policy?.requireExtJwtSigner
   if (!required) return { met: true }
-  const tokens = bearerTokens(request.raw.rawHeaders)
+  const headers = request.raw.rawHeaders
   const result =
-    deps.verifier.secondaryKept(tokens, identity, required) ??
-    (await deps.verifier.secondary(tokens, identity, required))
+    deps.verifier.secondaryKept(bearerCandidates(headers), identity, required) ??
+    (await deps.verifier.secondary(bearerTokens(headers), identity, required))
   deps.onSecondary?.(result)
   if (!result.met) {
     request.log.info(

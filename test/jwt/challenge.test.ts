@@ -1,6 +1,13 @@
 import type { AddressInfo } from 'node:net'
+import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { bearerChallenge, quote } from '../../src/jwt/challenge.js'
+import {
+  bearerCandidates,
+  bearerChallenge,
+  bearerTokens,
+  hasWhitespace,
+  quote,
+} from '../../src/jwt/challenge.js'
 import { buildTestApp, caller, login } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 
@@ -26,6 +33,65 @@ const STRANGE = [
   'café\u0085\u007f\ttab',
   'lone \ud800 surrogate',
 ]
+
+describe('bearerCandidates', () => {
+  const TOKEN = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl'
+  /** Header values built of the parts that matter: schemes, whitespace of every kind, tokens. */
+  const piece = fc.constantFrom(
+    'Bearer',
+    'bearer',
+    'BEARER',
+    'Basic',
+    'Bearerx',
+    ' ',
+    '\t',
+    '\u00a0',
+    '\u2028',
+    '\ufeff',
+    '\u3000',
+    TOKEN,
+    'a',
+    '.',
+    '😀',
+  )
+  const value = fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''))
+  const name = fc.constantFrom('Authorization', 'authorization', 'AUTHORIZATION', 'x-other', 'Host')
+  const headers = fc.array(fc.tuple(name, value), { maxLength: 6 }).map((pairs) => pairs.flat())
+
+  it('finds every bearer token, at the same place or earlier, and no other whitespace-free one', () => {
+    fc.assert(
+      fc.property(headers, (raw) => {
+        const strict = bearerTokens(raw)
+        const quick = bearerCandidates(raw).filter((t) => !hasWhitespace(t))
+        // What the quick parse gives without whitespace is where bearerTokens' list begins.
+        expect(strict.slice(0, quick.length)).toEqual(quick)
+        // And bearerTokens finds nothing the quick parse missed, up to its limit of three.
+        if (bearerCandidates(raw).length < 3) expect(quick).toEqual(strict)
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  it('reads the examples as bearerTokens does', () => {
+    const raw = (...values: string[]) => values.flatMap((v) => ['Authorization', v])
+    for (const v of [`Bearer ${TOKEN}`, ` bearer\t${TOKEN} `, `BEARER \u00a0${TOKEN}\ufeff`]) {
+      expect(bearerCandidates(raw(v))).toEqual([TOKEN])
+      expect(bearerTokens(raw(v))).toEqual([TOKEN])
+    }
+    for (const v of ['Bearer', 'Bearer ', `Bearer${TOKEN}`, `Basic ${TOKEN}`, `Bearerx ${TOKEN}`]) {
+      expect(bearerCandidates(raw(v))).toEqual([])
+      expect(bearerTokens(raw(v))).toEqual([])
+    }
+    // A value with whitespace inside is a candidate, never a bearer token.
+    expect(bearerCandidates(raw(`Bearer ${TOKEN} x`))).toEqual([`${TOKEN} x`])
+    expect(bearerTokens(raw(`Bearer ${TOKEN} x`))).toEqual([])
+    expect(bearerCandidates(raw('Bearer a', 'Bearer b', 'Bearer c', 'Bearer d'))).toEqual([
+      'a',
+      'b',
+      'c',
+    ])
+  })
+})
 
 describe('quote', () => {
   it.each(STRANGE)('yields a valid, reversible header value for %j', (value) => {
