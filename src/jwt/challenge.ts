@@ -51,25 +51,43 @@ const MAX_BEARERS = 3
 // `Bearer <token>`, the scheme in any case, whitespace around allowed.
 const BEARER = /^\s*Bearer\s+(\S+)\s*$/i
 
-/**
- * The bearer tokens of a request's Authorization headers, in order, at most three. Node keeps only
- * the first Authorization header, so the raw header list is read: a client may send a primary and a
- * secondary token as two headers.
- */
-export function bearerTokens(rawHeaders: string[]): string[] {
+/** What `token` reads from each Authorization header's value, in order, at most three. */
+function fromAuthorization(
+  rawHeaders: string[],
+  token: (value: string) => string | undefined,
+): string[] {
   const tokens: string[] = []
   for (let i = 0; i + 1 < rawHeaders.length && tokens.length < MAX_BEARERS; i += 2) {
     const name = rawHeaders[i]
     const value = rawHeaders[i + 1]
     if (name === undefined || value === undefined) break
     if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
-    const token = BEARER.exec(value)?.[1]
-    if (token !== undefined) tokens.push(token)
+    const found = token(value)
+    if (found !== undefined) tokens.push(found)
   }
   return tokens
 }
 
+const strictBearer = (value: string): string | undefined => BEARER.exec(value)?.[1]
+
+/**
+ * The bearer tokens of a request's Authorization headers, in order, at most three. Node keeps only
+ * the first Authorization header, so the raw header list is read: a client may send a primary and a
+ * secondary token as two headers.
+ */
+export function bearerTokens(rawHeaders: string[]): string[] {
+  return fromAuthorization(rawHeaders, strictBearer)
+}
+
 const WHITESPACE = /\s/
+
+function quickBearer(raw: string): string | undefined {
+  // trim() removes exactly what \s matches: the value ends on a character of the token.
+  const value = raw.trim()
+  if (value.length < 8 || value.slice(0, 6).toLowerCase() !== 'bearer') return undefined
+  if (!WHITESPACE.test(value.charAt(6))) return undefined
+  return value.slice(7).trimStart()
+}
 
 /**
  * bearerTokens' quick form, for a lookup among tokens verified before, on every request of a
@@ -80,19 +98,7 @@ const WHITESPACE = /\s/
  * read bearerTokens.
  */
 export function bearerCandidates(rawHeaders: string[]): string[] {
-  const tokens: string[] = []
-  for (let i = 0; i + 1 < rawHeaders.length && tokens.length < MAX_BEARERS; i += 2) {
-    const name = rawHeaders[i]
-    const raw = rawHeaders[i + 1]
-    if (name === undefined || raw === undefined) break
-    if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
-    // trim() removes exactly what \s matches: the value ends on a character of the token.
-    const value = raw.trim()
-    if (value.length < 8 || value.slice(0, 6).toLowerCase() !== 'bearer') continue
-    if (!WHITESPACE.test(value.charAt(6))) continue
-    tokens.push(value.slice(7).trimStart())
-  }
-  return tokens
+  return fromAuthorization(rawHeaders, quickBearer)
 }
 
 /** Whether a string holds whitespace (no bearer token does). */
