@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { measure, type Paired, paired, type Result } from './common.js'
-import type { Controller } from './controller.js'
+import { type Controller, startController } from './controller.js'
 import type { Goals } from './goals.js'
 import { startBareServer } from './processes.js'
 
@@ -27,10 +27,17 @@ export interface ListFigures {
 }
 
 /** Seeds the 20 identities the identity list's default page (10) is taken from. */
-export async function seedIdentities(ctrl: Controller): Promise<void> {
+async function seedIdentities(ctrl: Controller): Promise<void> {
   for (let i = 0; i < 20; i++) {
     await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
   }
+}
+
+/** A controller on `db` as the list goals read it: 100 signers and the 20 identities. */
+export async function listsController(db: string): Promise<Controller> {
+  const ctrl = await startController(db, { signers: 100 })
+  await seedIdentities(ctrl)
+  return ctrl
 }
 
 /** The three list goals of `ctrl` (seeded with 100 signers and 20 identities) against `bare`. */

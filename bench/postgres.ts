@@ -1,10 +1,10 @@
 import { benchCapacity } from './capacity.js'
 import { startCertController } from './cert-page.js'
 import { paired, SLICES } from './common.js'
-import { type Controller, startController } from './controller.js'
+import type { Controller } from './controller.js'
 import { benchDatabase, dropDatabase, PG_SERVER } from './databases.js'
 import type { Goals } from './goals.js'
-import { certGoal, certPage, type ListFigures, lists, type Run, seedIdentities } from './lists.js'
+import { certGoal, certPage, type ListFigures, lists, listsController, type Run } from './lists.js'
 import { distinctLogins, LOGIN_TOKENS, LOGIN_USERS, loginFixture, warmLogins } from './login.js'
 import { benchPropagation, percentile } from './propagation.js'
 
@@ -37,9 +37,8 @@ async function withDatabase(name: string, work: (url: string) => Promise<void>):
 /** One instance on PostgreSQL: the list goals, and the RS256 login against SQLite's. */
 async function oneInstance(url: string, c: PostgresContext): Promise<void> {
   const { goals } = c
-  const postgres = await startController(url, { signers: 100 })
+  const postgres = await listsController(url)
   try {
-    await seedIdentities(postgres)
     const pg = await lists(postgres, c.bare, 'PostgreSQL')
     goals.ratio('PostgreSQL client signer list / bare route', pg.client, 0.8)
     goals.ratio('PostgreSQL management signer list / bare route', pg.signers, 0.4)
@@ -60,8 +59,7 @@ async function oneInstance(url: string, c: PostgresContext): Promise<void> {
  * the same state: started for it, with the same identities and fixture.
  */
 async function comparedLogins(postgres: Controller, c: PostgresContext): Promise<void> {
-  const sqlite = await startController(c.sqliteDb, { signers: 100 })
-  await seedIdentities(sqlite)
+  const sqlite = await listsController(c.sqliteDb)
   const sqliteFixture = await loginFixture(sqlite)
   const pgFixture = await loginFixture(postgres)
   try {

@@ -2,11 +2,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { measure } from './common.js'
-import { passwordSession, startController } from './controller.js'
 import { benchDatabase, dropDatabase } from './databases.js'
+import { listsController } from './lists.js'
 import { distinctLogins, loginFixture } from './login.js'
 import { startBareServer } from './processes.js'
-import { SECONDARY_PASSWORD, secondaryFixture } from './secondary.js'
+import { secondaryFixture } from './secondary.js'
 
 /**
  * `npm run bench:profile -- <load>`: runs one load (client-list, signer-list, identity-list,
@@ -35,10 +35,7 @@ process.env.BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${join(dir, 'prof')}`
 const onPostgres = process.env.BENCH_PROFILE_DB === 'postgres'
 const pgUrl = onPostgres ? await benchDatabase('ctrl_bench_profile') : undefined
 if (onPostgres && !pgUrl) throw new Error('BENCH_PROFILE_DB=postgres: no PostgreSQL server')
-const ctrl = await startController(pgUrl ?? join(dir, 'profile.db'), { signers: 100 })
-for (let i = 0; i < 20; i++) {
-  await ctrl.call('POST', '/edge/management/v1/identities', { name: `user-${i}` })
-}
+const ctrl = await listsController(pgUrl ?? join(dir, 'profile.db'))
 const session = await ctrl.adminSession()
 const admin = () => ({ 'zt-session': session })
 /**
@@ -77,10 +74,7 @@ if (load === 'bare') {
   // current-identity as the secondary-factor goal measures it, with the factor or without.
   const fixture = await secondaryFixture(ctrl.base, ctrl.call)
   const user = load === 'secondary' ? 'mfa-user' : 'plain-user'
-  const headers: Record<string, string> = {
-    'zt-session': await passwordSession(ctrl.base, user, SECONDARY_PASSWORD, 'client'),
-    ...(load === 'secondary' ? { authorization: `Bearer ${fixture.jwt}` } : {}),
-  }
+  const headers = await fixture.headers(user)
   rps = await timed(() => measure(fixture.url, { headers }))
   fixture.close()
 } else {

@@ -6,7 +6,7 @@ import { CONNECTIONS, DURATION_S, ROUNDS, report, SLICES } from './common.js'
 import { type Controller, startController } from './controller.js'
 import { benchDatabase, dropDatabase } from './databases.js'
 import { Goals } from './goals.js'
-import { certGoal, certPage, lists, route, seedIdentities } from './lists.js'
+import { certGoal, certPage, lists, listsController, route } from './lists.js'
 import { benchLists100k } from './lists-100k.js'
 import { benchLogin, type LoginFixture, loginFixture } from './login.js'
 import { benchMemory } from './memory.js'
@@ -97,8 +97,7 @@ async function everything(dir: string): Promise<void> {
   const baseline = bare.baseline
 
   // SQLite, as `npm start` runs it.
-  const sqlite = await startController(join(dir, 'bench.db'), { signers: 100 })
-  await seedIdentities(sqlite)
+  const sqlite = await listsController(join(dir, 'bench.db'))
   const sq = await lists(sqlite, baseline, 'SQLite')
   goals.ratio('1. client signer list / bare route', sq.client, 0.8)
   goals.ratio('3. management signer list / bare route', sq.signers, 0.4)

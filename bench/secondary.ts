@@ -9,15 +9,19 @@ async function idOf(res: Promise<Response>): Promise<string> {
 }
 
 /** Both users' password. */
-export const SECONDARY_PASSWORD = 'bench-password-1'
+const SECONDARY_PASSWORD = 'bench-password-1'
 
 export interface SecondaryFixture {
   /** current-identity: the route both users call. */
   url: string
   /** The JWT the secondary factor asks for, of the mfa-user. */
   jwt: string
+  /** A new session of the user (a password login) and the headers of its calls: mfa-user's JWT too. */
+  headers(user: SecondaryUser): Promise<Record<string, string>>
   close(): void
 }
+
+export type SecondaryUser = 'mfa-user' | 'plain-user'
 
 /**
  * Two users of the same controller: mfa-user, whose policy asks for a JWT of a signer (its JWKS
@@ -70,6 +74,10 @@ export async function secondaryFixture(base: string, call: Call): Promise<Second
   return {
     url: `${base}/edge/client/v1/current-identity`,
     jwt,
+    headers: async (user) => ({
+      'zt-session': await passwordSession(base, user, SECONDARY_PASSWORD, 'client'),
+      ...(user === 'mfa-user' ? { authorization: `Bearer ${jwt}` } : {}),
+    }),
     close: () => server.close(),
   }
 }
@@ -79,27 +87,27 @@ export async function secondaryFixture(base: string, call: Call): Promise<Second
  * without. Each round logs both users in right before it measures (see Controller.adminSession).
  */
 export async function benchSecondary(base: string, call: Call, pid?: number): Promise<Paired> {
-  const { url, jwt, close } = await secondaryFixture(base, call)
+  const fixture = await secondaryFixture(base, call)
   // Each round logs both users in right before it measures; its slices share those sessions.
-  const run = (name: 'mfa-user' | 'plain-user', extra: Record<string, string>) => {
-    let session = ''
+  const run = (user: SecondaryUser) => {
+    let headers: Record<string, string> = {}
     return async (round: number, slice: number) => {
-      if (slice === 0) session = await passwordSession(base, name, SECONDARY_PASSWORD, 'client')
-      return measure(url, {
+      if (slice === 0) headers = await fixture.headers(user)
+      return measure(fixture.url, {
         ...(pid === undefined ? {} : { pid }),
         warmup: round === 0 && slice === 0,
         seconds: DURATION_S / SLICES,
-        headers: { 'zt-session': session, ...extra },
+        headers,
       })
     }
   }
   const ratio = await paired(
     'current-identity, secondary JWT (repeated)',
     'no factor',
-    run('plain-user', {}),
-    run('mfa-user', { authorization: `Bearer ${jwt}` }),
+    run('plain-user'),
+    run('mfa-user'),
     SLICES,
   )
-  close()
+  fixture.close()
   return ratio
 }
