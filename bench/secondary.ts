@@ -82,13 +82,29 @@ export async function secondaryFixture(base: string, call: Call): Promise<Second
   }
 }
 
+/** The secondary-factor goal's figures: the goal, and the instrument's own spread beside it. */
+export interface SecondaryFigures {
+  /** current-identity with the factor against the same route without. */
+  factor: Paired
+  /**
+   * The same route without the factor against itself, in the same turns: what the machine alone
+   * does to a round's ratio. A lowest round below 1 here is noise, not anyone's cost.
+   */
+  noise: Paired
+}
+
 /**
  * current-identity with a secondary-factor policy and a repeated JWT, against the same route
- * without. Each round logs both users in right before it measures (see Controller.adminSession).
+ * without; then that route against itself. Each round logs the users in right before it measures
+ * (see Controller.adminSession).
  */
-export async function benchSecondary(base: string, call: Call, pid?: number): Promise<Paired> {
+export async function benchSecondary(
+  base: string,
+  call: Call,
+  pid?: number,
+): Promise<SecondaryFigures> {
   const fixture = await secondaryFixture(base, call)
-  // Each round logs both users in right before it measures; its slices share those sessions.
+  // Each round logs the user in right before it measures; its slices share that session.
   const run = (user: SecondaryUser) => {
     let headers: Record<string, string> = {}
     return async (round: number, slice: number) => {
@@ -101,13 +117,20 @@ export async function benchSecondary(base: string, call: Call, pid?: number): Pr
       })
     }
   }
-  const ratio = await paired(
+  const factor = await paired(
     'current-identity, secondary JWT (repeated)',
     'no factor',
     run('plain-user'),
     run('mfa-user'),
     SLICES,
   )
+  const noise = await paired(
+    'current-identity, no factor (second turn)',
+    'no factor (first turn)',
+    run('plain-user'),
+    run('plain-user'),
+    SLICES,
+  )
   fixture.close()
-  return ratio
+  return { factor, noise }
 }
