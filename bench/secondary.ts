@@ -14,8 +14,6 @@ const SECONDARY_PASSWORD = 'bench-password-1'
 export interface SecondaryFixture {
   /** current-identity: the route both users call. */
   url: string
-  /** The JWT the secondary factor asks for, of the mfa-user. */
-  jwt: string
   /** A new session of the user (a password login) and the headers of its calls: mfa-user's JWT too. */
   headers(user: SecondaryUser): Promise<Record<string, string>>
   close(): void
@@ -73,7 +71,6 @@ export async function secondaryFixture(base: string, call: Call): Promise<Second
 
   return {
     url: `${base}/edge/client/v1/current-identity`,
-    jwt,
     headers: async (user) => ({
       'zt-session': await passwordSession(base, user, SECONDARY_PASSWORD, 'client'),
       ...(user === 'mfa-user' ? { authorization: `Bearer ${jwt}` } : {}),
