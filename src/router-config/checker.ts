@@ -62,6 +62,11 @@ interface IntRule {
   min?: number
   max?: number
   what?: string
+  /**
+   * Out of range is only a warning, as the reference router takes it: `clamp` uses the nearest
+   * bound, `default` the default.
+   */
+  outOfRange?: 'clamp' | 'default'
 }
 
 /** Collects problems and reads typed values, falling back to defaults where a value is bad. */
@@ -203,12 +208,19 @@ export class Checker {
       (rule.min !== undefined && node.value < rule.min) ||
       (rule.max !== undefined && node.value > rule.max)
     ) {
-      this.error(
-        p,
-        node.pos,
-        `${node.value} is out of range: must be ${range}${rule.what ? ` (${rule.what})` : ''}`,
-      )
-      return rule.def
+      const message = `${node.value} is out of range: must be ${range}${rule.what ? ` (${rule.what})` : ''}`
+      if (rule.outOfRange === undefined) {
+        this.error(p, node.pos, message)
+        return rule.def
+      }
+      const used =
+        rule.outOfRange === 'default'
+          ? rule.def
+          : rule.min !== undefined && node.value < rule.min
+            ? rule.min
+            : rule.max
+      this.warn(p, node.pos, `${message}; the router uses ${used}`)
+      return used
     }
     return node.value
   }

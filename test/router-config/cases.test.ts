@@ -172,6 +172,11 @@ const cases: Case[] = [
     ),
   },
   {
+    name: 'ctrl with an empty endpoints list and no endpoint',
+    yaml: BASE.replace('  endpoint: tls:ctrl.example.com:6262', '  endpoints: []'),
+    errors: [['ctrl.endpoint', 8]],
+  },
+  {
     name: 'ctrl endpoints with a bad item',
     yaml: BASE.replace(
       '  endpoint: tls:ctrl.example.com:6262',
@@ -487,6 +492,27 @@ const cases: Case[] = [
     warnings: [['edge.csr', 24]],
   },
   {
+    name: 'edge csr without sans is an error (the reference router stops at start)',
+    yaml: BASE.replace('    sans:\n      dns: [router1.example.com]\n', '    country: US\n'),
+    errors: [['edge.csr.sans', 25]],
+  },
+  {
+    name: 'edge csr with empty sans warns: no SAN to accept connections with',
+    yaml: BASE.replace('      dns: [router1.example.com]\n', '      dns: []\n'),
+    warnings: [['edge.csr.sans', 26]],
+  },
+  {
+    name: 'edge intervals the reference router adjusts are warnings',
+    yaml: BASE.replace(
+      'edge:\n',
+      'edge:\n  dbSaveIntervalSeconds: 5\n  heartbeatIntervalSeconds: 5\n',
+    ),
+    warnings: [
+      ['edge.dbSaveIntervalSeconds', 24],
+      ['edge.heartbeatIntervalSeconds', 25],
+    ],
+  },
+  {
     name: 'root csr stands in for edge.csr',
     yaml: `${BASE.replace('  csr:\n    sans:\n      dns: [router1.example.com]\n', '  db: /tmp/db\n')}csr:\n  sans:\n    dns: [r.example]\n`,
   },
@@ -564,5 +590,41 @@ describe('router configuration checks', () => {
       expect(p.column).toBeGreaterThan(0)
       expect(p.message).not.toMatch(/internal error/)
     }
+  })
+})
+
+describe('values the reference router adjusts or ignores', () => {
+  it('the effective configuration holds what the router uses', () => {
+    const { config, errors } = run(
+      BASE.replace(
+        '  endpoint: tls:ctrl.example.com:6262',
+        '  endpoint: tls:a:1\n  endpoints: [tls:b:2]',
+      )
+        .replace('edge:\n', 'edge:\n  dbSaveIntervalSeconds: 5\n  heartbeatIntervalSeconds: 90\n')
+        .concat('metrics:\n  messageQueueSize: 0\n'),
+    )
+    expect(errors).toEqual([])
+    expect(config?.ctrl.endpoint).toBe('tls:a:1')
+    expect(config?.ctrl.endpoints).toBeUndefined()
+    expect(config?.edge?.dbSaveIntervalSeconds).toBe(30)
+    expect(config?.edge?.heartbeatIntervalSeconds).toBe(60)
+    expect(config?.metrics.messageQueueSize).toBe(0)
+  })
+
+  it('in range, the intervals are kept as written', () => {
+    const { config, warnings } = run(
+      BASE.replace(
+        'edge:\n',
+        'edge:\n  dbSaveIntervalSeconds: 45\n  heartbeatIntervalSeconds: 10\n',
+      ),
+    )
+    expect(warnings).toEqual([])
+    expect(config?.edge?.dbSaveIntervalSeconds).toBe(45)
+    expect(config?.edge?.heartbeatIntervalSeconds).toBe(10)
+  })
+
+  it('a negative metrics queue size is still an error', () => {
+    const { errors } = run(`${BASE}metrics:\n  messageQueueSize: -1\n`)
+    expect(errors.map((e) => e.path)).toEqual(['metrics.messageQueueSize'])
   })
 })

@@ -147,7 +147,8 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
       if (problem)
         c.error(join(join(path, 'endpoints'), i), c.itemPos(map, 'endpoints', i), problem)
     })
-    out.endpoints = endpoints
+    // When endpoint is set the router ignores endpoints: the effective configuration does too.
+    if (!c.has(map, 'endpoint')) out.endpoints = endpoints
   }
   if (c.has(map, 'endpoint') && c.has(map, 'endpoints')) {
     c.warn(
@@ -156,7 +157,10 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
       'endpoints is ignored because endpoint is set',
     )
   }
-  if (!c.has(map, 'endpoint') && !c.has(map, 'endpoints')) {
+  // An empty list names no controller either.
+  const listed = c.entry(map, 'endpoints')
+  const noEndpoints = listed === undefined || (listed.kind === 'seq' && listed.items.length === 0)
+  if (!c.has(map, 'endpoint') && noEndpoints) {
     c.error(
       join(path, 'endpoint'),
       map.pos,

@@ -28,13 +28,26 @@ export function checkEdge(c: Checker, map: MapNode): EdgeConfig {
     'sessionValidateMaxInterval',
     'apiProxy',
   ])
-  c.int(map, path, 'dbSaveIntervalSeconds', { min: 30 })
-  c.int(map, path, 'heartbeatIntervalSeconds', { min: 10, max: 60 })
+  // The reference router raises a lower save interval to 30 and puts a heartbeat interval outside
+  // 10 to 60 back to 60, with a warning at most: so does this check, and --print shows what it uses.
+  const dbSave = c.int(map, path, 'dbSaveIntervalSeconds', {
+    def: 30,
+    min: 30,
+    outOfRange: 'clamp',
+  })
+  const heartbeat = c.int(map, path, 'heartbeatIntervalSeconds', {
+    def: 60,
+    min: 10,
+    max: 60,
+    outOfRange: 'default',
+  })
   c.int(map, path, 'sessionValidateChunkSize', { min: 1 })
   for (const key of ['sessionValidateMinInterval', 'sessionValidateMaxInterval']) {
     if (c.has(map, key)) c.durationMs(map, path, key, { def: 0 })
   }
   const out: EdgeConfig = { ...plainMap(map) }
+  if (c.has(map, 'dbSaveIntervalSeconds')) out.dbSaveIntervalSeconds = dbSave
+  if (c.has(map, 'heartbeatIntervalSeconds')) out.heartbeatIntervalSeconds = heartbeat
   delete out.csr
   const csr = c.map(map, path, 'csr')
   if (csr) out.csr = checkCsr(c, csr, join(path, 'csr'))
@@ -51,6 +64,10 @@ export function checkCsr(c: Checker, csr: MapNode, path: string): NonNullable<Ed
   }
   const sans = c.map(csr, path, 'sans')
   const sp = join(path, 'sans')
+  if (!c.has(csr, 'sans')) {
+    // The reference router dereferences it at start (`sans: {}` is enough for it).
+    c.missing(csr, csr.pos, path, 'sans', 'the reference router stops at start without it')
+  }
   c.known(sans, sp, ['dns', 'ip', 'uri', 'email'])
   for (const kind of ['dns', 'ip', 'uri', 'email'] as const) {
     const list = c.strList(sans, sp, kind) ?? []
@@ -72,6 +89,13 @@ export function checkCsr(c: Checker, csr: MapNode, path: string): NonNullable<Ed
       }
     })
     out.sans[kind] = list
+  }
+  if (sans && Object.values(out.sans).every((l) => l.length === 0)) {
+    c.warn(
+      sp,
+      sans.pos,
+      'no SAN: the certificate will not be accepted by SDKs or other routers (add a dns or ip name)',
+    )
   }
   return out
 }
@@ -139,7 +163,7 @@ export function checkMetrics(c: Checker, map: MapNode | undefined): MetricsConfi
   c.int(map, path, 'eventQueueSize', { min: 1 })
   return {
     reportInterval: d(c.durationMs(map, path, 'reportInterval', { def: 60_000 })),
-    messageQueueSize: c.int(map, path, 'messageQueueSize', { def: 10, min: 1 }),
+    messageQueueSize: c.int(map, path, 'messageQueueSize', { def: 10, min: 0 }),
     intervalAgeThreshold: d(c.durationMs(map, path, 'intervalAgeThreshold', { def: 80_000 })),
   }
 }
