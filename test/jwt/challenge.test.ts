@@ -117,6 +117,30 @@ beforeAll(async () => {
 })
 
 describe('a refused JWT login whatever the signers hold', () => {
+  it('answers 401 without a challenge while no signer is enabled, as upstream', async () => {
+    const app = await buildTestApp()
+    const call = caller(app, await login(app))
+    const res = await call('POST', '/edge/management/v1/external-jwt-signers', {
+      name: 'off',
+      enabled: false,
+      issuer: 'https://off.example',
+      audience: 'ziti',
+      certPem: cert.certPem,
+      kid: 'kid-off',
+    })
+    expect(res.statusCode).toBe(201)
+    for (const authorization of ['Bearer not.a.jwt', undefined]) {
+      const refused = await app.inject({
+        method: 'POST',
+        url: LOGIN,
+        headers: authorization ? { authorization } : {},
+      })
+      expect(refused.statusCode).toBe(401)
+      expect(refused.json().error.code).toBe('UNAUTHORIZED')
+      expect(refused.headers['www-authenticate']).toBeUndefined()
+    }
+  })
+
   it('answers 401 with a valid WWW-Authenticate header over a real socket', async () => {
     const app = await buildTestApp()
     const call = caller(app, await login(app))

@@ -104,11 +104,10 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
         { kind: err.kind, reason: err.reason, signerId: err.signerId, kid: err.kid },
         'ext-jwt login refused',
       )
-      const challenge = bearerChallenge(
-        'openziti-primary-ext-jwt',
-        err.error,
-        verifier.keys.enabled(),
-      )
+      // As upstream: with no signer enabled there is nothing to name, and no challenge.
+      const enabled = verifier.keys.enabled()
+      if (enabled.length === 0) throw new AppError('UNAUTHORIZED')
+      const challenge = bearerChallenge('openziti-primary-ext-jwt', err.error, enabled)
       throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': challenge } })
     }
   }
