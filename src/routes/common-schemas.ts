@@ -23,7 +23,11 @@ export const baseEntityFields = {
   tags: TagsSchema,
 }
 
-export const IdParamsSchema = Type.Object({ id: IdSchema })
+/**
+ * An id in a path: any length the router takes (its maxParamLength, 100; longer is 414), so that an
+ * id no entity has is 404 NOT_FOUND whatever its length, as upstream answers.
+ */
+export const IdParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) })
 
 export const ListQuerySchema = Type.Object({
   filter: Type.Optional(Type.String({ maxLength: 4096 })),

@@ -256,6 +256,24 @@ forEachStore(() => {
     })
   })
 
+  describe('ids no signer has', () => {
+    it('answers 404 NOT_FOUND on every verb whatever the id length the router takes', async () => {
+      const { app, token } = await setup()
+      for (const id of ['x', 'a'.repeat(65), 'b'.repeat(100)]) {
+        for (const [method, payload] of [
+          ['GET', undefined],
+          ['DELETE', undefined],
+          ['PATCH', { name: 'x' }],
+          ['PUT', jwksBody()],
+        ] as const) {
+          const res = await call(app, token, method, `${PATHS[0]}/${id}`, payload)
+          expect(res.statusCode, `${method} ${id.length}`).toBe(404)
+          expect(res.json().error.code).toBe('NOT_FOUND')
+        }
+      }
+    })
+  })
+
   describe('signer validation rules', () => {
     const base = PATHS[0] as string
 
@@ -355,19 +373,21 @@ forEachStore(() => {
       })
     })
 
+    // A value of the wrong JSON type is a body upstream cannot decode (COULD_NOT_PARSE_BODY);
+    // a decodable value the schema refuses is COULD_NOT_VALIDATE. Both name the field.
     it.each([
-      [{ surprise: 1 }, 'surprise'],
-      [{ enabled: 'yes' }, 'enabled'],
-      [{ name: 42 }, 'name'],
-      [{ name: '' }, 'name'],
-      [{ scopes: 'openid' }, 'scopes'],
-      [{ targetToken: 'REFRESH' }, 'targetToken'],
-      [{ tags: [] }, 'tags'],
-    ])('refuses unknown fields and wrong types: %o', async (over, field) => {
+      [{ surprise: 1 }, 'surprise', 'COULD_NOT_VALIDATE'],
+      [{ enabled: 'yes' }, 'enabled', 'COULD_NOT_PARSE_BODY'],
+      [{ name: 42 }, 'name', 'COULD_NOT_PARSE_BODY'],
+      [{ name: '' }, 'name', 'COULD_NOT_VALIDATE'],
+      [{ scopes: 'openid' }, 'scopes', 'COULD_NOT_PARSE_BODY'],
+      [{ targetToken: 'REFRESH' }, 'targetToken', 'COULD_NOT_VALIDATE'],
+      [{ tags: [] }, 'tags', 'COULD_NOT_PARSE_BODY'],
+    ])('refuses unknown fields and wrong types: %o', async (over, field, code) => {
       const { app, token } = await setup()
       const res = await call(app, token, 'POST', base, jwksBody(over))
       expect(res.statusCode).toBe(400)
-      expect(res.json().error.code).toBe('COULD_NOT_VALIDATE')
+      expect(res.json().error.code).toBe(code)
       expect(res.json().error.cause.field).toBe(field)
     })
 
