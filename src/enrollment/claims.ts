@@ -1,4 +1,5 @@
 import type { JWTPayload } from 'jose'
+import { controlCharAt } from '../control-chars.js'
 import { claimValue } from '../jwt/verify.js'
 import type { SignerRecord } from '../store/contract.js'
 
@@ -23,7 +24,15 @@ function nonEmpty(claims: JWTPayload, pointer: string, what: string, max: number
   if (value.length > max) {
     throw new ClaimsRefused(`claim ${pointer} (${what}) is over ${max} characters`)
   }
+  refuseControlChars(value, pointer, what)
   return value
+}
+
+/** A control character is refused here as in every request body (issue 29): it garbles listings. */
+function refuseControlChars(value: string, pointer: string, what: string): void {
+  if (controlCharAt(value) >= 0) {
+    throw new ClaimsRefused(`claim ${pointer} (${what}) holds a control character`)
+  }
 }
 
 /**
@@ -35,8 +44,12 @@ function attributes(claims: JWTPayload, pointer: string | null): string[] {
   if (pointer === null) return []
   const value = claimValue(claims, pointer)
   if (value === undefined || value === null) return []
-  if (typeof value === 'string') return value === '' ? [] : [value]
+  if (typeof value === 'string') {
+    refuseControlChars(value, pointer, 'attributes')
+    return value === '' ? [] : [value]
+  }
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {
+    for (const v of value) refuseControlChars(v, pointer, 'attributes')
     return [...new Set(value.filter((v) => v !== ''))]
   }
   throw new ClaimsRefused(

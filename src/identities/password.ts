@@ -1,5 +1,6 @@
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto'
 import { availableParallelism } from 'node:os'
+import { AppError } from '../errors.js'
 
 const PARAMS = { N: 16384, r: 8, p: 1 } as const
 const KEY_LENGTH = 32
@@ -11,37 +12,69 @@ const KEY_LENGTH = 32
 // flood of passwords take every core from the main thread, and JWT logins fell to a fifth of
 // their speed.
 const MAX_CONCURRENT_HASHES = Math.max(1, Math.floor(availableParallelism() / 2))
-let running = 0
-const waiting: (() => void)[] = []
+/**
+ * Password checks waiting for a slot, at most: about six seconds of hashing on one slot. A flood
+ * of passwords past it is answered 429 at once instead of queueing without bound (each waiter
+ * holds its request and its memory while every later login, the admin's included, waits behind
+ * it). Setting a password (an admin's write) always waits its turn.
+ */
+const MAX_WAITING_CHECKS = 128
 
-async function withHashSlot<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((r) => waiting.push(r))
-  else running++
-  try {
-    return await work()
-  } finally {
-    const next = waiting.shift()
-    if (next)
-      next() // the slot passes straight to the next waiter
-    else running--
+/** A bound on concurrent work, with a bounded queue for the work that may be refused. */
+export class HashSlots {
+  private running = 0
+  private readonly waiting: (() => void)[] = []
+
+  constructor(
+    private readonly concurrent: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  /** Runs `work` in a slot; with `refusable`, throws 429 RATE_LIMITED when the queue is full. */
+  async run<T>(work: () => Promise<T>, refusable: boolean): Promise<T> {
+    if (this.running >= this.concurrent) {
+      if (refusable && this.waiting.length >= this.maxWaiting) {
+        throw new AppError('RATE_LIMITED', {
+          message: 'too many password checks are waiting, try again later',
+          headers: { 'retry-after': '1' },
+        })
+      }
+      await new Promise<void>((r) => this.waiting.push(r))
+    } else this.running++
+    try {
+      return await work()
+    } finally {
+      const next = this.waiting.shift()
+      if (next)
+        next() // the slot passes straight to the next waiter
+      else this.running--
+    }
   }
 }
 
-function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
-  return withHashSlot(
+const slots = new HashSlots(MAX_CONCURRENT_HASHES, MAX_WAITING_CHECKS)
+
+function derive(
+  password: string,
+  salt: Buffer,
+  options: ScryptOptions,
+  refusable: boolean,
+): Promise<Buffer> {
+  return slots.run(
     () =>
       new Promise((resolve, reject) => {
         scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: 64 * 1024 * 1024 }, (err, key) =>
           err ? reject(err) : resolve(key),
         )
       }),
+    refusable,
   )
 }
 
 /** Hashes a password with scrypt and a fresh 16-byte salt: `scrypt$N$r$p$salt$hash` (base64url). */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16)
-  const key = await derive(password, salt, PARAMS)
+  const key = await derive(password, salt, PARAMS, false)
   return [
     'scrypt',
     PARAMS.N,
@@ -55,17 +88,25 @@ export async function hashPassword(password: string): Promise<string> {
 // Verified against when the username is unknown, so both failures cost the same time.
 const DUMMY_HASH = `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${randomBytes(16).toString('base64url')}$${randomBytes(KEY_LENGTH).toString('base64url')}`
 
-/** Compares a password with a stored hash in constant time; a null hash never matches. */
+/**
+ * Compares a password with a stored hash in constant time; a null hash never matches. Throws 429
+ * RATE_LIMITED, before any hashing, while too many checks wait for a slot.
+ */
 export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
   const parts = (stored ?? DUMMY_HASH).split('$')
   const [scheme, n, r, p, salt, hash] = parts
   if (parts.length !== 6 || scheme !== 'scrypt' || !salt || !hash) return false
   const expected = Buffer.from(hash, 'base64url')
-  const key = await derive(password, Buffer.from(salt, 'base64url'), {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-  })
+  const key = await derive(
+    password,
+    Buffer.from(salt, 'base64url'),
+    {
+      N: Number(n),
+      r: Number(r),
+      p: Number(p),
+    },
+    true,
+  )
   return key.length === expected.length && timingSafeEqual(key, expected) && stored !== null
 }
 

@@ -48,7 +48,7 @@ forEachStore(() => {
       ])
     })
 
-    it('takes attributes from a string claim, none from an absent one, and refuses other types', async () => {
+    it('takes attributes from a string claim, none from an absent one, and refuses other types and control characters', async () => {
       const app = await buildTestApp()
       const { manage } = await enrollmentSigner(app, provider)
       expect((await enroll(app, [await token('bob')])).statusCode).toBe(200)
@@ -59,7 +59,7 @@ forEachStore(() => {
       expect(attrs('bob')).toEqual(['solo'])
       expect(attrs('carol')).toEqual([])
 
-      for (const user of ['dave', 'erin', 'nameless']) {
+      for (const user of ['dave', 'erin', 'nameless', 'frank', 'gina']) {
         const res = await enroll(app, [await token(user)])
         expect(res.statusCode, user).toBe(400)
         expect(res.json().error.code).toBe('INVALID_ENROLLMENT_TOKEN')

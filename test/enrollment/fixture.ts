@@ -11,6 +11,9 @@ export const USERS: Record<string, Record<string, unknown>> = {
   dave: { preferred_username: 'dave', groups: 5 },
   erin: { preferred_username: 'erin', groups: ['eng', 7] },
   nameless: { groups: ['eng'] },
+  // Control characters (a terminal escape, a bell) are refused as in every request body.
+  frank: { preferred_username: 'fr\u001b]8;;x\u0007ank' },
+  gina: { preferred_username: 'gina', groups: ['eng', 'ops\u0007'] },
 }
 
 /** An admin session and a signer for the provider with token enrollment on (or as `fields` say). */
