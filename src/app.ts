@@ -262,6 +262,10 @@ function createFastify(options: BuildAppOptions, lifecycle: Lifecycle, lane: Lan
     // Read by Fastify only to name the listening address's scheme.
     ...(options.https ? { https: options.https } : {}),
     bodyLimit: 1024 * 1024,
+    // Behind the balancers named in CTRL_TRUST_PROXY, `request.ip` is the client their
+    // X-Forwarded-For names; from anywhere else the header is ignored (a client cannot pick its
+    // own address for the login limits).
+    ...(config.trustProxy.length > 0 ? { trustProxy: config.trustProxy } : {}),
     // OpenZiti's console reads `<list>/<id>//`: a trailing slash and repeated slashes reach the
     // same route, with no redirect, as on OpenZiti's controller.
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { parseDuration } from './duration.js'
 
 /** The validated operator settings of the controller. Durations are in milliseconds. */
@@ -25,6 +26,11 @@ export interface Config {
   jwksBlockPrivate: boolean
   /** Logins per second per client address (token bucket, shared by both APIs); 0 is off. */
   authRateLimit: number
+  /**
+   * Addresses or CIDR ranges of the load balancers whose `X-Forwarded-For` names the client (its
+   * address then counts for the login limits, the access log and the session); empty: none.
+   */
+  trustProxy: string[]
   /** Logins per second per identity or password user name; 0 is off. */
   authIdentityRateLimit: number
   /** Live API sessions one identity keeps at most; a login beyond ends its oldest. */
@@ -109,6 +115,7 @@ export const DEFAULT_CONFIG: Config = {
   metricsHost: '127.0.0.1',
   consoleDir: undefined,
   corsOrigins: [],
+  trustProxy: [],
   enrollCaCertPath: undefined,
   enrollCaKeyPath: undefined,
   enrollCertValidityMs: 365 * 24 * 3_600_000,
@@ -190,6 +197,31 @@ function origins(env: Env): string[] {
     if (origin !== o || !/^https?:/.test(o)) {
       throw new ConfigError(
         `CTRL_CORS_ORIGINS: "${o}" is not an origin (scheme://host[:port], no path or trailing slash)`,
+      )
+    }
+  }
+  return list
+}
+
+/**
+ * `CTRL_TRUST_PROXY`: comma-separated addresses or CIDR ranges (`10.0.0.5`, `10.0.0.0/24`,
+ * `fd00::/64`) of the balancers in front. Only a hop from one of them is believed about the client.
+ */
+function trustedProxies(env: Env): string[] {
+  const raw = read(env, 'CTRL_TRUST_PROXY')
+  if (raw === undefined) return []
+  const list = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')
+  for (const entry of list) {
+    const [address = '', prefix, extra] = entry.split('/')
+    const family = isIP(address)
+    const bits = family === 4 ? 32 : 128
+    const okPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits)
+    if (family === 0 || !okPrefix || extra !== undefined) {
+      throw new ConfigError(
+        `CTRL_TRUST_PROXY: "${entry}" is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/24)`,
       )
     }
   }
@@ -298,6 +330,7 @@ export function loadConfig(env: Env): Config {
     jwksAllowHttp: boolean(env, 'CTRL_JWKS_ALLOW_HTTP', DEFAULT_CONFIG.jwksAllowHttp),
     jwksBlockPrivate: boolean(env, 'CTRL_JWKS_BLOCK_PRIVATE', DEFAULT_CONFIG.jwksBlockPrivate),
     authRateLimit: integer(env, 'CTRL_AUTH_RATE_LIMIT', DEFAULT_CONFIG.authRateLimit, 0, 1_000_000),
+    trustProxy: trustedProxies(env),
     authIdentityRateLimit: integer(
       env,
       'CTRL_AUTH_IDENTITY_RATE_LIMIT',

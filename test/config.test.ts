@@ -57,6 +57,24 @@ describe('loadConfig', () => {
     })
   })
 
+  it('reads the trusted balancers, and refuses what is not an address or CIDR range', () => {
+    expect(loadConfig({}).trustProxy).toEqual([])
+    expect(
+      loadConfig({ CTRL_TRUST_PROXY: ' 10.0.0.5, 10.1.0.0/16,fd00::/64 ,::1' }).trustProxy,
+    ).toEqual(['10.0.0.5', '10.1.0.0/16', 'fd00::/64', '::1'])
+    for (const bad of [
+      'true',
+      '10.0.0.0/33',
+      'fd00::/129',
+      '10.0.0.1/8/8',
+      'lb.example',
+      '10.0.0/8',
+    ]) {
+      expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(ConfigError)
+      expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(/CTRL_TRUST_PROXY/)
+    }
+  })
+
   it('reads the controllers-list settings', () => {
     expect(loadConfig({})).toMatchObject({
       instanceName: undefined,

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { AppError } from '../errors.js'
 
 // Keys tracked at most per limiter; beyond, the least recently refilled is forgotten (a key
@@ -60,9 +61,9 @@ export class LoginLimiter {
     this.names = limits.perIdentity > 0 ? new TokenBuckets(limits.perIdentity, clock) : undefined
   }
 
-  /** Before anything else of a login: the client address's allowance. */
+  /** Before anything else of a login: the client address's allowance (an IPv6 client's /64). */
   address(ip: string): void {
-    refuseIfWaiting(this.addresses?.take(ip) ?? 0)
+    if (this.addresses) refuseIfWaiting(this.addresses.take(addressKey(ip)))
   }
 
   /**
@@ -78,4 +79,40 @@ function refuseIfWaiting(seconds: number): void {
   if (seconds > 0) {
     throw new AppError('RATE_LIMITED', { headers: { 'retry-after': String(seconds) } })
   }
+}
+
+const EMBEDDED_V4 = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/
+
+/** The eight groups of a valid IPv6 address, as numbers. */
+function groupsOf(address: string): number[] {
+  let text = address
+  const v4 = EMBEDDED_V4.exec(text)
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number]
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const [head = '', tail] = text.split('::')
+  const first = head === '' ? [] : head.split(':')
+  const last = tail === undefined || tail === '' ? [] : tail.split(':')
+  const filler = tail === undefined ? [] : Array<string>(8 - first.length - last.length).fill('0')
+  return [...first, ...filler, ...last].map((g) => Number.parseInt(g, 16))
+}
+
+/**
+ * The bucket of a client address: an IPv4 address as it is (an IPv4-mapped IPv6 one too), an
+ * IPv6 address by its /64, the smallest network one subscriber is given: every address of it is
+ * one client's to rotate through, and would otherwise each get a fresh allowance.
+ */
+export function addressKey(ip: string): string {
+  const address = ip.split('%')[0] ?? ip // without a zone index
+  if (isIP(address) !== 6) return ip
+  const g = groupsOf(address)
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
+    const [hi = 0, lo = 0] = g.slice(6)
+    return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.')
+  }
+  return `${g
+    .slice(0, 4)
+    .map((x) => x.toString(16))
+    .join(':')}::/64`
 }

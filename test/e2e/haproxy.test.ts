@@ -102,6 +102,8 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
         CTRL_ADMIN_PASSWORD: PASSWORD,
         CTRL_SHUTDOWN_DELAY: '2s',
         CTRL_LOG_LEVEL: 'info',
+        // As the README's deployment: the balancer passes each client's address on.
+        CTRL_TRUST_PROXY: '127.0.0.1',
         // The load logs in as the one admin, from one address, many times a second (as the bench
         // does): the login limits and the session cap would refuse it, or end the session the
         // management reads use, which is not what this test measures.

@@ -38,6 +38,7 @@ export function haproxyConfig(frontendPort: number, backendPorts: number[]): str
 
 defaults
   mode http
+  option forwardfor
   timeout connect 2s
   timeout client 30s
   timeout server 30s

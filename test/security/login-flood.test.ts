@@ -89,3 +89,43 @@ forEachStore((kind) => {
     })
   })
 })
+
+describe('the client address behind a load balancer (CTRL_TRUST_PROXY)', () => {
+  const behind = (
+    s: Awaited<ReturnType<typeof loginFixture>>,
+    forwardedFor: string,
+    remoteAddress = '10.0.0.5',
+  ) =>
+    s.app.inject({
+      method: 'POST',
+      url: `${M}/authenticate?method=password`,
+      remoteAddress,
+      headers: { 'x-forwarded-for': forwardedFor },
+      payload: { username: 'alice', password: 'alice-password-1' },
+    })
+
+  it('counts each client the balancer names apart, and records its address on the session', async () => {
+    const s = await loginFixture('sqlite', { authRateLimit: 1, trustProxy: ['10.0.0.0/24'] })
+    s.clock.advance(1000)
+    const first = await behind(s, '192.0.2.1')
+    expect(first.statusCode).toBe(200)
+    expect(first.json().data.ipAddress).toBe('192.0.2.1')
+    const second = await behind(s, '203.0.113.50, 192.0.2.2')
+    expect(second.statusCode).toBe(200)
+    // The balancer appended the address it saw; what the client wrote before it is not believed.
+    expect(second.json().data.ipAddress).toBe('192.0.2.2')
+    // The same client again, through the same balancer: its own allowance is spent.
+    expect((await behind(s, '192.0.2.1')).statusCode).toBe(429)
+  })
+
+  it('ignores X-Forwarded-For from any other hop, so a client cannot pick its own address', async () => {
+    const trusted = await loginFixture('sqlite', { authRateLimit: 1, trustProxy: ['10.0.0.5'] })
+    const none = await loginFixture('sqlite', { authRateLimit: 1 })
+    for (const s of [trusted, none]) {
+      s.clock.advance(1000)
+      // Straight from 203.0.113.9 (not a trusted balancer), claiming two addresses in turn.
+      expect((await behind(s, '192.0.2.1', '203.0.113.9')).statusCode).toBe(200)
+      expect((await behind(s, '192.0.2.2', '203.0.113.9')).statusCode).toBe(429)
+    }
+  })
+})
