@@ -1,5 +1,6 @@
 import './v8-flags.js' // first: it must run before any WebAssembly is compiled
-import { readFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
@@ -9,6 +10,7 @@ import { caughtMessage } from './errors.js'
 import { turnBuffered } from './logger.js'
 import type { MetricsListener } from './metrics/listener.js'
 import { Lifecycle, shutdownInOrder } from './shutdown.js'
+import { isPostgresUrl } from './store/open-store.js'
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>
@@ -88,12 +90,8 @@ async function main(): Promise<void> {
     ...(https ? { https } : {}),
     ...(caPem === undefined ? {} : { caPem }),
     ...(enrollCa ? { enrollCa } : {}),
-    onGeneratedAdminPassword: (name, password) => {
-      process.stderr.write(
-        `created admin identity "${name}" with generated password: ${password}\n` +
-          'store it now: it is not shown again (set CTRL_ADMIN_PASSWORD to choose one)\n',
-      )
-    },
+    onGeneratedAdminPassword: (name, password) =>
+      tellGeneratedPassword(config.dbPath, name, password),
   })
 
   let metricsListener: MetricsListener | undefined
@@ -146,3 +144,31 @@ main().catch((err: unknown) => {
   )
   process.exit(1)
 })
+
+/**
+ * Where a generated admin password goes: a file only this user can read, beside the SQLite
+ * database (`data/` of the working directory for PostgreSQL), never stderr, which services send to
+ * their log collectors. Only when that file cannot be written does the password go to stderr.
+ */
+function tellGeneratedPassword(dbPath: string, name: string, password: string): void {
+  const file = resolve(
+    isPostgresUrl(dbPath) || dbPath === ':memory:' ? 'data' : dirname(dbPath),
+    'admin-password',
+  )
+  try {
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, `${password}\n`, { mode: 0o600 })
+    chmodSync(file, 0o600) // a file that was there keeps its mode on write
+    process.stderr.write(
+      `created admin identity "${name}" with a generated password, written to ${file} ` +
+        '(readable by this user only): log in, change it, then delete the file ' +
+        '(set CTRL_ADMIN_PASSWORD to choose one)\n',
+    )
+  } catch (err) {
+    process.stderr.write(
+      `created admin identity "${name}" with generated password: ${password}\n` +
+        `(it could not be written to ${file}: ${caughtMessage(err)}); store it now: it is not ` +
+        'shown again (set CTRL_ADMIN_PASSWORD to choose one)\n',
+    )
+  }
+}

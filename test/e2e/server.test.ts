@@ -1,7 +1,7 @@
 import 'reflect-metadata'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -37,8 +37,13 @@ describe('the built server', () => {
   it('creates an admin with a generated password, keeps data across a restart and stops cleanly', async () => {
     const db = join(dir, 'nested', 'controller.db')
     const first = await start({ CTRL_DB: db })
-    const password = /generated password: (\S+)/.exec(first.stderr())?.[1] as string
-    expect(password).toBeTruthy()
+    // The password is in a file only this user can read, beside the database; never on stderr.
+    const file = join(dir, 'nested', 'admin-password')
+    expect(first.stderr()).toContain(`written to ${file}`)
+    const password = readFileSync(file, 'utf8').trim()
+    expect(password).toMatch(/^[\w-]{24}$/)
+    expect(first.stderr()).not.toContain(password)
+    expect(statSync(file).mode & 0o777).toBe(0o600)
 
     const auth = async (base: string) => {
       const res = await fetch(`${base}/edge/management/v1/authenticate?method=password`, {
@@ -67,6 +72,7 @@ describe('the built server', () => {
 
     const second = await start({ CTRL_DB: db })
     expect(second.stderr()).not.toContain('generated password')
+    expect(second.stderr()).not.toContain(password)
     const again = await auth(second.base)
     const list = await fetch(`${second.base}/edge/management/v1/external-jwt-signers`, {
       headers: { 'zt-session': again },
