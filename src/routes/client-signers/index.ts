@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses, ListQuerySchema } from '../common-schemas.js'
+import { AppError } from '../../errors.js'
+import { errorResponses, IdParamsSchema, ListQuerySchema } from '../common-schemas.js'
 import { notModified } from '../response-cache.js'
-import { ClientSignerListEnvelopeSchema } from '../signers/schemas.js'
+import { ClientSignerEnvelopeSchema, ClientSignerListEnvelopeSchema } from '../signers/schemas.js'
 import type { ClientSignerPages } from './pages.js'
 
 /**
@@ -29,6 +30,24 @@ const clientSignerRoutes: FastifyPluginAsyncTypebox<{ pages: ClientSignerPages }
       reply.header('etag', etag)
       if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
       return reply.type('application/json; charset=utf-8').send(body)
+    },
+  )
+
+  // Where each item's `_links.self.href` (`./external-jwt-signers/<id>`, relative to the list)
+  // leads: the same item, unauthenticated too; 404 for a signer the list does not show.
+  app.get(
+    '/external-jwt-signers/:id',
+    {
+      schema: {
+        tags: ['External JWT Signers'],
+        params: IdParamsSchema,
+        response: { 200: ClientSignerEnvelopeSchema, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => {
+      const detail = await pages.one(request.params.id)
+      if (detail === undefined) throw new AppError('NOT_FOUND')
+      return detail
     },
   )
 }

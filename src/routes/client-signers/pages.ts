@@ -41,6 +41,19 @@ export class ClientSignerPages {
   }
 
   /**
+   * The detail a list item's `_links.self` leads to: the item as the list shows it, or undefined
+   * when the list does not show that signer (disabled, no externalAuthUrl, unknown). Server-made
+   * ids hold only letters and digits: any other text names no signer.
+   */
+  async one(id: string) {
+    if (!/^[A-Za-z0-9]+$/.test(id)) return undefined
+    const withEnrollment = this.fields === 'openziti'
+    const [row] = await this.signers.listForClient({ filter: `id = "${id}"` }, withEnrollment)
+    if (!row) return undefined
+    return { data: withEnrollment ? openZitiView(row) : seedView(row), meta: {} }
+  }
+
+  /**
    * The page of a query without parameters when it is kept and known to be current without asking
    * the store; undefined otherwise (the route then answers, reading what it needs).
    */

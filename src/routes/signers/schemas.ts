@@ -133,6 +133,11 @@ export const ClientSignerListEnvelopeSchema = Type.Object({
   meta: EmptyMetaSchema,
 })
 
+export const ClientSignerEnvelopeSchema = Type.Object({
+  data: ClientSignerSchema,
+  meta: EmptyMetaSchema,
+})
+
 /** Where a signer's keys come from and how fresh they are, on this instance. */
 export const SignerKeyStatusSchema = Type.Object({
   source: Type.Union([Type.Literal('certificate'), Type.Literal('jwks')]),
