@@ -224,6 +224,11 @@ function trustedProxies(env: Env): string[] {
         `CTRL_TRUST_PROXY: "${entry}" is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/24)`,
       )
     }
+    if (prefix !== undefined && Number(prefix) === 0) {
+      throw new ConfigError(
+        `CTRL_TRUST_PROXY: "${entry}" would trust every client to name its own address; list the balancers' addresses or ranges`,
+      )
+    }
   }
   return list
 }

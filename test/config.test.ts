@@ -69,6 +69,9 @@ describe('loadConfig', () => {
       '10.0.0.1/8/8',
       'lb.example',
       '10.0.0/8',
+      '0.0.0.0/0', // every client would name its own address
+      '::/0',
+      '10.0.0.0/00',
     ]) {
       expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(ConfigError)
       expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(/CTRL_TRUST_PROXY/)

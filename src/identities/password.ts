@@ -34,10 +34,7 @@ export class HashSlots {
   async run<T>(work: () => Promise<T>, refusable: boolean): Promise<T> {
     if (this.running >= this.concurrent) {
       if (refusable && this.waiting.length >= this.maxWaiting) {
-        throw new AppError('RATE_LIMITED', {
-          message: 'too many password checks are waiting, try again later',
-          headers: { 'retry-after': '1' },
-        })
+        throw new AppError('RATE_LIMITED', { headers: { 'retry-after': '1' } })
       }
       await new Promise<void>((r) => this.waiting.push(r))
     } else this.running++

@@ -99,7 +99,9 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
   }
   const dialers = checkDialers(c, root)
   if (dialers) config.dialers = dialers
-  if (edgeMap) config.edge = checkEdge(c, edgeMap)
+  const rootCsr = c.map(root, '', 'csr')
+  // A root csr is the one the reference router uses: edge.csr is then never read at start.
+  if (edgeMap) config.edge = checkEdge(c, edgeMap, rootCsr === undefined)
   const link = c.map(root, '', 'link')
   if (link) config.link = checkLink(c, link)
   const listeners = checkListeners(c, root, edgeMap !== undefined)
@@ -110,8 +112,7 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
   if (transport) config.transport = plainMap(transport)
   const web = checkWeb(c, root, checkFiles)
   if (web) config.web = web
-  const rootCsr = c.map(root, '', 'csr')
-  if (rootCsr) checkCsr(c, rootCsr, 'csr')
+  if (rootCsr) checkCsr(c, rootCsr, 'csr', true)
 
   for (const [section, why] of START_RULES) {
     if (!c.has(root, section)) c.warn(section, root.pos, `${section} is not set: ${why}`)

@@ -62,7 +62,7 @@ export class LoginLimiter {
   }
 
   /** Before anything else of a login: the client address's allowance (an IPv6 client's /64). */
-  address(ip: string): void {
+  address(ip: string | undefined): void {
     if (this.addresses) refuseIfWaiting(this.addresses.take(addressKey(ip)))
   }
 
@@ -82,6 +82,19 @@ function refuseIfWaiting(seconds: number): void {
 }
 
 const EMBEDDED_V4 = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/
+
+/**
+ * An address as a balancer may write it in X-Forwarded-For with the client's port
+ * (`192.0.2.1:5555`, `[2001:db8::1]:443`), without the port: each port must not be a client.
+ */
+function withoutPort(ip: string): string {
+  if (isIP(ip) !== 0) return ip
+  const v6 = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(ip)
+  if (v6?.[1] && isIP(v6[1].split('%')[0] ?? '') === 6) return v6[1]
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(ip)
+  if (v4?.[1] && isIP(v4[1]) === 4) return v4[1]
+  return ip
+}
 
 /** The eight groups of a valid IPv6 address, as numbers. */
 function groupsOf(address: string): number[] {
@@ -103,11 +116,18 @@ function groupsOf(address: string): number[] {
  * IPv6 address by its /64, the smallest network one subscriber is given: every address of it is
  * one client's to rotate through, and would otherwise each get a fresh allowance.
  */
-export function addressKey(ip: string): string {
-  const address = ip.split('%')[0] ?? ip // without a zone index
-  if (isIP(address) !== 6) return ip
+export function addressKey(ip: string | undefined): string {
+  // A peer gone before the hook ran has no address: all such share one bucket.
+  const bare = withoutPort(ip ?? '')
+  const address = bare.split('%')[0] ?? bare // without a zone index
+  if (isIP(address) !== 6) return bare
   const g = groupsOf(address)
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
+  // An IPv4 client as IPv6 (mapped, SIIT-translated, or through NAT64's well-known prefix) is
+  // counted by its IPv4 address, not with every other such client in one /64.
+  const mapped = g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff
+  const siit = g.slice(0, 4).every((x) => x === 0) && g[4] === 0xffff && g[5] === 0
+  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)
+  if (mapped || siit || nat64) {
     const [hi = 0, lo = 0] = g.slice(6)
     return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.')
   }

@@ -502,6 +502,10 @@ const cases: Case[] = [
     warnings: [['edge.csr.sans', 26]],
   },
   {
+    name: 'a root csr stands in: an edge csr without sans is then never read',
+    yaml: `${BASE.replace('    sans:\n      dns: [router1.example.com]\n', '    country: US\n')}csr:\n  sans:\n    dns: [r.example]\n`,
+  },
+  {
     name: 'edge intervals the reference router adjusts are warnings',
     yaml: BASE.replace(
       'edge:\n',

@@ -13,8 +13,24 @@ describe('the login limit bucket of a client address', () => {
     ['fe80::1%eth0', 'fe80:0:0:0::/64'],
     ['::1', '0:0:0:0::/64'],
     ['2001:db8:1:2:3:4:1.2.3.4', '2001:db8:1:2::/64'],
+    // IPv4 clients through a translator count by their IPv4 address.
+    ['64:ff9b::192.0.2.7', '192.0.2.7'],
+    ['64:ff9b::c000:207', '192.0.2.7'],
+    ['::ffff:0:192.0.2.7', '192.0.2.7'],
+    // A balancer that writes the client's port: the port is not part of the client.
+    ['192.0.2.7:5555', '192.0.2.7'],
+    ['[2001:db8::1]:443', '2001:db8:0:0::/64'],
+    ['[::ffff:192.0.2.7]:80', '192.0.2.7'],
+    // Not an address at all (a peer that left before the hook ran): one bucket, no crash.
+    ['unknown', 'unknown'],
   ])('%s is counted as %s', (ip, key) => {
     expect(addressKey(ip)).toBe(key)
+  })
+
+  it('a request whose peer already left has a bucket too', () => {
+    expect(addressKey(undefined)).toBe('')
+    const limiter = new LoginLimiter({ perAddress: 1, perIdentity: 0 }, () => new Date(0))
+    expect(() => limiter.address(undefined)).not.toThrow()
   })
 
   it('every address of one /64 shares one allowance; another /64 has its own', () => {

@@ -16,7 +16,8 @@ import { checkIdentity } from './core.js'
 const d = formatDuration
 
 /** edge: the csr used at enrollment, and edge tuning the reference router reads. */
-export function checkEdge(c: Checker, map: MapNode): EdgeConfig {
+/** `csrInUse`: edge.csr is the csr the router starts with (no root csr stands in for it). */
+export function checkEdge(c: Checker, map: MapNode, csrInUse = true): EdgeConfig {
   const path = 'edge'
   c.known(map, path, [
     'csr',
@@ -50,11 +51,17 @@ export function checkEdge(c: Checker, map: MapNode): EdgeConfig {
   if (c.has(map, 'heartbeatIntervalSeconds')) out.heartbeatIntervalSeconds = heartbeat
   delete out.csr
   const csr = c.map(map, path, 'csr')
-  if (csr) out.csr = checkCsr(c, csr, join(path, 'csr'))
+  if (csr) out.csr = checkCsr(c, csr, join(path, 'csr'), csrInUse)
   return out
 }
 
-export function checkCsr(c: Checker, csr: MapNode, path: string): NonNullable<EdgeConfig['csr']> {
+/** `inUse`: the router starts with this csr, so what it needs at start is checked too. */
+export function checkCsr(
+  c: Checker,
+  csr: MapNode,
+  path: string,
+  inUse: boolean,
+): NonNullable<EdgeConfig['csr']> {
   const fields = ['country', 'province', 'locality', 'organization', 'organizationalUnit'] as const
   c.known(csr, path, [...fields, 'sans'])
   const out: NonNullable<EdgeConfig['csr']> = { sans: { dns: [], ip: [], uri: [], email: [] } }
@@ -64,7 +71,7 @@ export function checkCsr(c: Checker, csr: MapNode, path: string): NonNullable<Ed
   }
   const sans = c.map(csr, path, 'sans')
   const sp = join(path, 'sans')
-  if (!c.has(csr, 'sans')) {
+  if (inUse && !c.has(csr, 'sans')) {
     // The reference router dereferences it at start (`sans: {}` is enough for it).
     c.missing(csr, csr.pos, path, 'sans', 'the reference router stops at start without it')
   }
@@ -90,7 +97,7 @@ export function checkCsr(c: Checker, csr: MapNode, path: string): NonNullable<Ed
     })
     out.sans[kind] = list
   }
-  if (sans && Object.values(out.sans).every((l) => l.length === 0)) {
+  if (inUse && sans && Object.values(out.sans).every((l) => l.length === 0)) {
     c.warn(
       sp,
       sans.pos,
