@@ -20,11 +20,28 @@ export function jwkExponent(e: unknown): bigint | undefined {
   return hex === '' ? undefined : BigInt(`0x${hex}`)
 }
 
+/** The smallest RSA modulus accepted, in bits (as for certificate signers). */
+export const MIN_RSA_BITS = 2048
+
+/** The size in bits of a JWK's base64url `n` member, or undefined when it is not one. */
+function jwkModulusBits(n: unknown): number | undefined {
+  if (typeof n !== 'string' || !/^[A-Za-z0-9_-]{1,2800}$/.test(n)) return undefined
+  const hex = Buffer.from(n, 'base64url').toString('hex').replace(/^0+/, '')
+  if (hex === '') return undefined
+  return (hex.length - 1) * 4 + Number.parseInt(hex.charAt(0), 16).toString(2).length
+}
+
 /**
- * Why a JWK may not verify signatures here, or undefined. Only RSA keys are judged: EC and OKP
- * keys are checked on import by their curve.
+ * Why a JWK may not verify signatures here, or undefined: a symmetric (`oct`) key, an RSA key
+ * under MIN_RSA_BITS, without a modulus, or with a weak exponent. EC and OKP keys are checked on
+ * import by their curve.
  */
-export function jwkRefusal(jwk: { kty?: unknown; e?: unknown }): string | undefined {
+export function jwkRefusal(jwk: { kty?: unknown; e?: unknown; n?: unknown }): string | undefined {
+  if (jwk.kty === 'oct') return 'a symmetric (oct) key cannot verify an external JWT'
   if (jwk.kty !== 'RSA') return undefined
+  const bits = jwkModulusBits(jwk.n)
+  if (bits === undefined) return 'the RSA key has no valid modulus'
+  if (bits < MIN_RSA_BITS)
+    return `the RSA key has ${bits} bits; at least ${MIN_RSA_BITS} are needed`
   return rsaExponentRefusal(jwkExponent(jwk.e))
 }

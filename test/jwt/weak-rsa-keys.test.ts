@@ -127,6 +127,37 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
       expect(status.refusedKeys.map((k: { kid: string }) => k.kid)).toEqual(['e3', 'even'])
     })
   })
+
+  it('refuses RSA keys under 2048 bits, without a modulus, and symmetric keys, with their reasons', async () => {
+    const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey
+    const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    const base = publicKey.export({ format: 'jwk' })
+    const server = await startJwksServer([
+      { ...small.export({ format: 'jwk' }), kid: 'small', alg: 'RS256' },
+      { kty: 'RSA', e: 'AQAB', kid: 'no-n' },
+      { kty: 'oct', k: 'c2VjcmV0', kid: 'secret', alg: 'HS256' },
+      { ...base, kid: 'ok' },
+    ])
+    const app = await buildTestApp({ clock: testClock(NOW) })
+    const call = caller(app, await login(app))
+    const created = await call('POST', SIGNERS, {
+      name: 'sizes',
+      enabled: true,
+      issuer: ISSUER,
+      audience: 'ziti',
+      jwksEndpoint: server.url,
+    })
+    const id = created.json().data.id as string
+    await vi.waitFor(async () => {
+      const status = (await call('GET', `${SIGNERS}/${id}/keys`)).json().data
+      expect(status.kids).toEqual(['ok'])
+      expect(status.refusedKeys).toEqual([
+        { kid: 'small', reason: 'the RSA key has 1024 bits; at least 2048 are needed' },
+        { kid: 'no-n', reason: 'the RSA key has no valid modulus' },
+        { kid: 'secret', reason: 'a symmetric (oct) key cannot verify an external JWT' },
+      ])
+    })
+  })
 })
 
 let e3: TestCert
