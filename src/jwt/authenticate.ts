@@ -272,6 +272,13 @@ export class ExternalJwtVerifier {
         reason = 'token names another identity'
       } catch (err) {
         if (!(err instanceof JwtRejected)) throw err
+        // A token of another issuer is not a token for this signer at all (the primary one, say,
+        // at a login whose policy requires a second provider): as upstream, it leaves `missing`,
+        // which tells the client to fetch the required signer's token.
+        if (err.kind === 'unknown_issuer' || err.signerId !== signerId) {
+          if (kind === 'missing') reason = 'no token of the required signer'
+          continue
+        }
         if (error !== 'expired') {
           error = err.error
           kind = err.kind

@@ -142,10 +142,12 @@ forEachStore(() => {
             { iss: 'https://other.example', aud: 'ziti', sub: s.ids.alice as string },
             { kid: 'o-1', now: s.clock() },
           ),
-          'invalid',
+          // Another signer's token is no token for the required one: `missing`, as upstream.
+          'missing',
         ],
         [await s.jwt(s.ids.bob as string), 'invalid'],
-        ['garbage', 'invalid'],
+        // Nor is one that cannot be bound to any signer.
+        ['garbage', 'missing'],
       ]
       for (const [bearer, error] of cases) {
         for (const url of [`${C}/current-identity`, `${M}/identities`]) {
@@ -155,6 +157,39 @@ forEachStore(() => {
           expect(res.headers['www-authenticate'], `${url} ${error}`).toContain(`error="${error}"`)
         }
       }
+    })
+
+    it("answers `missing` at a login with the primary provider's token when the policy requires another", async () => {
+      const s = await setup()
+      const primary = await s.call('POST', `${M}/external-jwt-signers`, {
+        name: 'primary',
+        enabled: true,
+        issuer: 'https://primary.example',
+        audience: 'ziti',
+        certPem: key2.certPem,
+        kid: 'p-1',
+      })
+      expect(primary.statusCode).toBe(201)
+      const token = await signJwt(
+        key2.privateKey,
+        { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob as string },
+        { kid: 'p-1', now: s.clock() },
+      )
+      const res = await s.app.inject({
+        method: 'POST',
+        url: `${C}/authenticate?method=ext-jwt`,
+        headers: { authorization: `Bearer ${token}` },
+      })
+      expect(res.statusCode).toBe(200)
+      expect(res.json().data.authQueries).toMatchObject([{ typeId: 'EXT-JWT', id: s.signerId }])
+      const challenge = res.headers['www-authenticate'] as string
+      expect(challenge).toContain('realm="openziti-secondary-ext-jwt"')
+      expect(challenge).toContain('error="missing"')
+      // Then the required provider's token completes the session.
+      const session = res.headers['zt-session'] as string
+      const second = await s.jwt(s.ids.bob as string)
+      expect((await get(s.app, `${C}/current-identity`, session, token)).statusCode).toBe(401)
+      expect((await get(s.app, `${C}/current-identity`, session, second)).statusCode).toBe(200)
     })
 
     it('lets one JWT satisfy both factors at ext-jwt login', async () => {
