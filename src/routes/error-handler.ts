@@ -160,16 +160,77 @@ export function installErrorHandling(app: FastifyInstance): void {
     } else request.log.error({ err }, 'unhandled error')
     return sendError(reply, request, new AppError('UNHANDLED'))
   })
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
+  const routes = new RouteShapes()
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url))
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/'
+    const allowed = routes.methodsFor(path)
+    // A path that exists with other verbs: 405 naming them, as upstream (go-openapi) answers. A
+    // verb the pattern takes found nothing there after all (a file the console does not have), and
+    // a preflight (OPTIONS) without CORS stays 404, as before.
+    if (allowed.length > 0 && !allowed.includes(request.method) && request.method !== 'OPTIONS') {
+      return sendError(
+        reply,
+        request,
+        new AppError('METHOD_NOT_ALLOWED', {
+          headers: { allow: allowed.join(', ') },
+          cause: {
+            field: 'method',
+            reason: `${request.method} is not one of ${allowed.join(', ')}`,
+          },
+        }),
+      )
+    }
+    return sendError(
       reply,
       request,
       new AppError('NOT_FOUND', {
-        cause: {
-          field: 'path',
-          reason: `no route for ${request.method} ${request.url.split('?')[0]}`,
-        },
+        cause: { field: 'path', reason: `no route for ${request.method} ${path}` },
       }),
-    ),
-  )
+    )
+  })
+}
+
+/**
+ * The paths the routes serve, as patterns, with their verbs: which verbs a path that found no
+ * route has (for a 405). Matched as the router does: repeated and trailing slashes ignored.
+ */
+class RouteShapes {
+  private readonly shapes: { pattern: RegExp; methods: Set<string> }[] = []
+
+  add(method: string | string[], url: string): void {
+    // A catch-all (CORS preflights) would make every unknown path a 405.
+    if (url === '*' || url === '/*') return
+    const source = normalise(url)
+      .split('/')
+      .map((segment) =>
+        segment.startsWith(':')
+          ? '[^/]+'
+          : segment === '*'
+            ? '.*'
+            : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+      )
+      .join('/')
+    const pattern = new RegExp(`^${source}$`)
+    let shape = this.shapes.find((s) => s.pattern.source === pattern.source)
+    if (!shape) {
+      shape = { pattern, methods: new Set() }
+      this.shapes.push(shape)
+    }
+    for (const m of Array.isArray(method) ? method : [method]) shape.methods.add(m)
+  }
+
+  methodsFor(path: string): string[] {
+    const p = normalise(path)
+    const methods = new Set<string>()
+    for (const shape of this.shapes) {
+      if (shape.pattern.test(p)) for (const m of shape.methods) methods.add(m)
+    }
+    return [...methods].sort()
+  }
+}
+
+function normalise(path: string): string {
+  const collapsed = path.replace(/\/{2,}/g, '/')
+  return collapsed.length > 1 ? collapsed.replace(/\/$/, '') : collapsed
 }

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto'
 import { createServer, type Server, Socket } from 'node:net'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -233,7 +234,11 @@ describe.skipIf(!PG_URL)('three controllers on one PostgreSQL', () => {
 
   it("refreshes a signer's keys on every instance when one is asked to", async () => {
     const [a, b, c] = nodes as [Started, Started, Started]
-    const jwks = await startJwksServer([{ kty: 'oct', kid: 'old', k: 'AAAA' }])
+    // Real public keys: a symmetric one would be refused at fetch.
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({
+      format: 'jwk',
+    })
+    const jwks = await startJwksServer([{ ...key, kid: 'old' }])
     const ta = await login(a.base)
     const created = await call(a.base, 'POST', `${M}/external-jwt-signers`, {
       token: ta,
@@ -253,7 +258,7 @@ describe.skipIf(!PG_URL)('three controllers on one PostgreSQL', () => {
       return (res.body.data as { kids: string[] }).kids
     }
     for (const n of [b, c]) await within(2000, async () => expect(await kids(n)).toEqual(['old']))
-    jwks.setKeys([{ kty: 'oct', kid: 'new', k: 'AAAA' }])
+    jwks.setKeys([{ ...key, kid: 'new' }])
     const refreshed = await call(a.base, 'POST', `${M}/external-jwt-signers/${id}/refresh-keys`, {
       token: ta,
     })

@@ -36,6 +36,25 @@ describe('error envelope', () => {
     expect(body.meta).toEqual({ apiVersion: '0.0.1', apiEnrollmentVersion: '0.0.1' })
   })
 
+  it('answers a verb a path does not take with 405 METHOD_NOT_ALLOWED naming the ones it does', async () => {
+    const app = await buildTestApp()
+    const session = await login(app)
+    for (const [method, url, allow] of [
+      ['PUT', '/edge/management/v1/ext-jwt-signers', 'GET, HEAD, POST'],
+      ['DELETE', '/edge/management/v1/external-jwt-signers//', 'GET, HEAD, POST'],
+      ['POST', '/edge/management/v1/ext-jwt-signers/some-id', 'DELETE, GET, HEAD, PATCH, PUT'],
+      ['DELETE', '/edge/client/v1/external-jwt-signers?limit=5', 'GET, HEAD'],
+    ] as const) {
+      const res = await app.inject({ method, url, headers: { 'zt-session': session } })
+      expect(res.statusCode, `${method} ${url}`).toBe(405)
+      expect(res.json().error.code).toBe('METHOD_NOT_ALLOWED')
+      expect(res.headers.allow, `${method} ${url}`).toBe(allow)
+    }
+    // A path no route has stays 404, whatever the verb.
+    const none = await app.inject({ method: 'PUT', url: '/edge/management/v1/nothing-here' })
+    expect(none.statusCode).toBe(404)
+  })
+
   it('turns an unexpected failure into 500 UNHANDLED without internal text', async () => {
     const app = await buildTestApp()
     const token = await login(app)
