@@ -46,6 +46,24 @@ function logCapture() {
   return { lines, logger: { level: 'info', stream } }
 }
 
+/**
+ * A controller with a JWKS signer for `url`; resolves with a reader of that signer's key status,
+ * called until the fetch has run.
+ */
+async function jwksSigner(url: string) {
+  const app = await buildTestApp({ clock: testClock(NOW) })
+  const call = caller(app, await login(app))
+  const created = await call('POST', SIGNERS, {
+    name: 'screened',
+    enabled: true,
+    issuer: ISSUER,
+    audience: 'ziti',
+    jwksEndpoint: url,
+  })
+  const id = created.json().data.id as string
+  return async () => (await call('GET', `${SIGNERS}/${id}/keys`)).json().data
+}
+
 describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1 are accepted)', () => {
   it('refuses a token made without a private key for an e=1 JWKS key, drops the key with a warning and shows it in the key status', async () => {
     const clock = testClock(NOW)
@@ -111,18 +129,9 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
       { ...base, e: 'AQAC', kid: 'even' },
       { ...base, kid: 'ok' },
     ])
-    const app = await buildTestApp({ clock: testClock(NOW) })
-    const call = caller(app, await login(app))
-    const created = await call('POST', SIGNERS, {
-      name: 'mixed',
-      enabled: true,
-      issuer: ISSUER,
-      audience: 'ziti',
-      jwksEndpoint: server.url,
-    })
-    const id = created.json().data.id as string
+    const keyStatus = await jwksSigner(server.url)
     await vi.waitFor(async () => {
-      const status = (await call('GET', `${SIGNERS}/${id}/keys`)).json().data
+      const status = await keyStatus()
       expect(status.kids).toEqual(['ok'])
       expect(status.refusedKeys.map((k: { kid: string }) => k.kid)).toEqual(['e3', 'even'])
     })
@@ -138,18 +147,9 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
       { kty: 'oct', k: 'c2VjcmV0', kid: 'secret', alg: 'HS256' },
       { ...base, kid: 'ok' },
     ])
-    const app = await buildTestApp({ clock: testClock(NOW) })
-    const call = caller(app, await login(app))
-    const created = await call('POST', SIGNERS, {
-      name: 'sizes',
-      enabled: true,
-      issuer: ISSUER,
-      audience: 'ziti',
-      jwksEndpoint: server.url,
-    })
-    const id = created.json().data.id as string
+    const keyStatus = await jwksSigner(server.url)
     await vi.waitFor(async () => {
-      const status = (await call('GET', `${SIGNERS}/${id}/keys`)).json().data
+      const status = await keyStatus()
       expect(status.kids).toEqual(['ok'])
       expect(status.refusedKeys).toEqual([
         { kid: 'small', reason: 'the RSA key has 1024 bits; at least 2048 are needed' },

@@ -62,6 +62,14 @@ const jwksBody = (over: Record<string, unknown> = {}) => ({
   ...over,
 })
 
+/** Each verb on a signer's path, with a body where it takes one. */
+const EVERY_VERB = [
+  ['GET', undefined],
+  ['DELETE', undefined],
+  ['PATCH', { name: 'x' }],
+  ['PUT', jwksBody()],
+] as const
+
 forEachStore(() => {
   describe.each(PATHS)('signer management at %s', (base) => {
     it('creates a certificate signer with derived fields and reads it back', async () => {
@@ -243,12 +251,7 @@ forEachStore(() => {
       const del = await call(app, token, 'DELETE', `${base}/${id}`)
       expect(del.statusCode).toBe(200)
       expect(del.json()).toEqual({ data: {}, meta: {} })
-      for (const [method, payload] of [
-        ['GET', undefined],
-        ['DELETE', undefined],
-        ['PATCH', { name: 'x' }],
-        ['PUT', jwksBody()],
-      ] as const) {
+      for (const [method, payload] of EVERY_VERB) {
         const res = await call(app, token, method, `${base}/${id}`, payload)
         expect(res.statusCode).toBe(404)
         expect(res.json().error.code).toBe('NOT_FOUND')
@@ -260,12 +263,7 @@ forEachStore(() => {
     it('answers 404 NOT_FOUND on every verb whatever the id length the router takes', async () => {
       const { app, token } = await setup()
       for (const id of ['x', 'a'.repeat(65), 'b'.repeat(100)]) {
-        for (const [method, payload] of [
-          ['GET', undefined],
-          ['DELETE', undefined],
-          ['PATCH', { name: 'x' }],
-          ['PUT', jwksBody()],
-        ] as const) {
+        for (const [method, payload] of EVERY_VERB) {
           const res = await call(app, token, method, `${PATHS[0]}/${id}`, payload)
           expect(res.statusCode, `${method} ${id.length}`).toBe(404)
           expect(res.json().error.code).toBe('NOT_FOUND')
