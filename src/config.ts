@@ -171,17 +171,22 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name}: must be true or false, got "${raw}"`)
 }
 
+/** A comma-separated setting's entries, trimmed, empty ones left out; none when unset. */
+function commaList(env: Env, name: string): string[] {
+  const raw = read(env, name)
+  if (raw === undefined) return []
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+}
+
 /**
  * `CTRL_CORS_ORIGINS`: comma-separated exact origins. `*` is refused: the `zt-session` header is
  * exposed to the origins listed, and a session token must never be readable by any site.
  */
 function origins(env: Env): string[] {
-  const raw = read(env, 'CTRL_CORS_ORIGINS')
-  if (raw === undefined) return []
-  const list = raw
-    .split(',')
-    .map((o) => o.trim())
-    .filter((o) => o !== '')
+  const list = commaList(env, 'CTRL_CORS_ORIGINS')
   for (const o of list) {
     if (o.includes('*')) {
       throw new ConfigError(
@@ -208,12 +213,7 @@ function origins(env: Env): string[] {
  * `fd00::/64`) of the balancers in front. Only a hop from one of them is believed about the client.
  */
 function trustedProxies(env: Env): string[] {
-  const raw = read(env, 'CTRL_TRUST_PROXY')
-  if (raw === undefined) return []
-  const list = raw
-    .split(',')
-    .map((p) => p.trim())
-    .filter((p) => p !== '')
+  const list = commaList(env, 'CTRL_TRUST_PROXY')
   for (const entry of list) {
     const [address = '', prefix, extra] = entry.split('/')
     const family = isIP(address)

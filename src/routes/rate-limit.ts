@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { AppError } from '../errors.js'
+import { ipv6Bytes } from '../jwt/ipv6-embedded.js'
 
 // Keys tracked at most per limiter; beyond, the least recently refilled is forgotten (a key
 // forgotten starts again with a full bucket, so this bounds memory, never tightens a limit).
@@ -81,8 +82,6 @@ function refuseIfWaiting(seconds: number): void {
   }
 }
 
-const EMBEDDED_V4 = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/
-
 /**
  * An address as a balancer may write it in X-Forwarded-For with the client's port
  * (`192.0.2.1:5555`, `[2001:db8::1]:443`), without the port: each port must not be a client.
@@ -96,21 +95,6 @@ function withoutPort(ip: string): string {
   return ip
 }
 
-/** The eight groups of a valid IPv6 address, as numbers. */
-function groupsOf(address: string): number[] {
-  let text = address
-  const v4 = EMBEDDED_V4.exec(text)
-  if (v4) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number]
-    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
-  }
-  const [head = '', tail] = text.split('::')
-  const first = head === '' ? [] : head.split(':')
-  const last = tail === undefined || tail === '' ? [] : tail.split(':')
-  const filler = tail === undefined ? [] : Array<string>(8 - first.length - last.length).fill('0')
-  return [...first, ...filler, ...last].map((g) => Number.parseInt(g, 16))
-}
-
 /**
  * The bucket of a client address: an IPv4 address as it is (an IPv4-mapped IPv6 one too), an
  * IPv6 address by its /64, the smallest network one subscriber is given: every address of it is
@@ -121,7 +105,11 @@ export function addressKey(ip: string | undefined): string {
   const bare = withoutPort(ip ?? '')
   const address = bare.split('%')[0] ?? bare // without a zone index
   if (isIP(address) !== 6) return bare
-  const g = groupsOf(address)
+  const bytes = ipv6Bytes(address) ?? []
+  const g = Array.from(
+    { length: 8 },
+    (_, i) => ((bytes[2 * i] ?? 0) << 8) | (bytes[2 * i + 1] ?? 0),
+  )
   // An IPv4 client as IPv6 (mapped, SIIT-translated, or through NAT64's well-known prefix) is
   // counted by its IPv4 address, not with every other such client in one /64.
   const mapped = g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff

@@ -60,6 +60,27 @@ async function setup(over: { verifiedCacheEntries?: number } = {}) {
   return { app, clock, call, signerId, policyId, ids, jwt }
 }
 
+/**
+ * A second signer, `primary`, for `cert`, that the policy allows for primary login but does not
+ * require; resolves with a token of it naming `sub`.
+ */
+async function primaryToken(s: Awaited<ReturnType<typeof setup>>, cert: TestCert, sub: string) {
+  const primary = await s.call('POST', `${M}/external-jwt-signers`, {
+    name: 'primary',
+    enabled: true,
+    issuer: 'https://primary.example',
+    audience: 'ziti',
+    certPem: cert.certPem,
+    kid: 'p-1',
+  })
+  expect(primary.statusCode).toBe(201)
+  return signJwt(
+    cert.privateKey,
+    { iss: 'https://primary.example', aud: 'ziti', sub },
+    { kid: 'p-1', now: s.clock() },
+  )
+}
+
 function get(app: FastifyInstance, url: string, session: string, bearer?: string) {
   return app.inject({
     method: 'GET',
@@ -161,20 +182,7 @@ forEachStore(() => {
 
     it("answers `missing` at a login with the primary provider's token when the policy requires another", async () => {
       const s = await setup()
-      const primary = await s.call('POST', `${M}/external-jwt-signers`, {
-        name: 'primary',
-        enabled: true,
-        issuer: 'https://primary.example',
-        audience: 'ziti',
-        certPem: key2.certPem,
-        kid: 'p-1',
-      })
-      expect(primary.statusCode).toBe(201)
-      const token = await signJwt(
-        key2.privateKey,
-        { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob as string },
-        { kid: 'p-1', now: s.clock() },
-      )
+      const token = await primaryToken(s, key2, s.ids.bob as string)
       const res = await s.app.inject({
         method: 'POST',
         url: `${C}/authenticate?method=ext-jwt`,
@@ -209,21 +217,7 @@ forEachStore(() => {
 
     it('accepts the secondary JWT as a second Authorization header beside the primary one', async () => {
       const s = await setup()
-      const primaryCert = await makeCert()
-      const primary = await s.call('POST', `${M}/external-jwt-signers`, {
-        name: 'primary',
-        enabled: true,
-        issuer: 'https://primary.example',
-        audience: 'ziti',
-        certPem: primaryCert.certPem,
-        kid: 'p-1',
-      })
-      expect(primary.statusCode).toBe(201)
-      const primaryJwt = await signJwt(
-        primaryCert.privateKey,
-        { iss: 'https://primary.example', aud: 'ziti', sub: s.ids.bob as string },
-        { kid: 'p-1', now: s.clock() },
-      )
+      const primaryJwt = await primaryToken(s, await makeCert(), s.ids.bob as string)
       const onlyPrimary = await s.app.inject({
         method: 'POST',
         url: `${C}/authenticate?method=ext-jwt`,
