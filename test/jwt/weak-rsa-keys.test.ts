@@ -47,11 +47,17 @@ function logCapture() {
 }
 
 /**
- * A controller with a JWKS signer for `url`; resolves with a reader of that signer's key status,
- * called until the fetch has run.
+ * A controller (on `clock`, logging to `logger` when given) with a JWKS signer for `url`; resolves
+ * with the app, its admin caller, the signer's id and a reader of its key status.
  */
-async function jwksSigner(url: string) {
-  const app = await buildTestApp({ clock: testClock(NOW) })
+async function jwksSigner(
+  url: string,
+  options: { clock?: ReturnType<typeof testClock>; logger?: object } = {},
+) {
+  const app = await buildTestApp({
+    clock: options.clock ?? testClock(NOW),
+    ...(options.logger ? { logger: options.logger } : {}),
+  })
   const call = caller(app, await login(app))
   const created = await call('POST', SIGNERS, {
     name: 'screened',
@@ -60,8 +66,10 @@ async function jwksSigner(url: string) {
     audience: 'ziti',
     jwksEndpoint: url,
   })
+  expect(created.statusCode).toBe(201)
   const id = created.json().data.id as string
-  return async () => (await call('GET', `${SIGNERS}/${id}/keys`)).json().data
+  const keyStatus = async () => (await call('GET', `${SIGNERS}/${id}/keys`)).json().data
+  return { app, call, id, keyStatus }
 }
 
 describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1 are accepted)', () => {
@@ -72,17 +80,7 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
     const goodJwk = { ...(await exportJWK(good.publicKey)), kid: 'good', alg: 'RS256' }
     const server = await startJwksServer([goodJwk])
     const log = logCapture()
-    const app = await buildTestApp({ clock, logger: log.logger })
-    const call = caller(app, await login(app))
-    const created = await call('POST', SIGNERS, {
-      name: 'weak',
-      enabled: true,
-      issuer: ISSUER,
-      audience: 'ziti',
-      jwksEndpoint: server.url,
-    })
-    expect(created.statusCode).toBe(201)
-    const signerId = created.json().data.id as string
+    const { app, call, id: signerId } = await jwksSigner(server.url, { clock, logger: log.logger })
     const identityId = (
       await call('POST', '/edge/management/v1/identities', { name: 'bob' })
     ).json().data.id as string
@@ -129,7 +127,7 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
       { ...base, e: 'AQAC', kid: 'even' },
       { ...base, kid: 'ok' },
     ])
-    const keyStatus = await jwksSigner(server.url)
+    const { keyStatus } = await jwksSigner(server.url)
     await vi.waitFor(async () => {
       const status = await keyStatus()
       expect(status.kids).toEqual(['ok'])
@@ -147,7 +145,7 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
       { kty: 'oct', k: 'c2VjcmV0', kid: 'secret', alg: 'HS256' },
       { ...base, kid: 'ok' },
     ])
-    const keyStatus = await jwksSigner(server.url)
+    const { keyStatus } = await jwksSigner(server.url)
     await vi.waitFor(async () => {
       const status = await keyStatus()
       expect(status.kids).toEqual(['ok'])
