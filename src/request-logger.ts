@@ -73,3 +73,35 @@ export function lazyChildLogger(
   for (const _ in options) return logger.child(bindings, options)
   return new LazyChildLogger(logger, bindings)
 }
+
+/** The query parameters the API defines (lists and logins): their values are shown in logs. */
+const SHOWN_PARAMETERS = new Set(['method', 'filter', 'sort', 'limit', 'offset'])
+
+/** A query key as sent, decoded (undefined when it is not valid percent-encoding). */
+function queryKey(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw.replaceAll('+', ' '))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A request's URL as a log line carries it: the path, and of the query only the parameters the API
+ * defines. Any other parameter, name and value, is replaced by `[redacted]`: clients put
+ * credentials there (an OpenZiti enrollment's `?token=`, an `access_token`), and a request the
+ * controller refuses or does not serve is still logged.
+ */
+export function loggedUrl(url: string): string {
+  const start = url.indexOf('?')
+  if (start === -1) return url
+  const pairs = url
+    .slice(start + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=')
+      const key = queryKey(eq === -1 ? pair : pair.slice(0, eq))
+      return key !== undefined && SHOWN_PARAMETERS.has(key) ? pair : '[redacted]'
+    })
+  return `${url.slice(0, start)}?${pairs.join('&')}`
+}

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
+import { loggedUrl } from '../src/request-logger.js'
 import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, login } from './helpers/app.js'
 import { listen, rawExchange, rawRequest } from './http/raw-http.js'
 
@@ -98,6 +99,45 @@ describe('request logs', () => {
       token,
       'header.payload.signature',
     ])
+  })
+
+  it('never contain credentials a client put in the query string', async () => {
+    const { lines, stream } = capture()
+    const app = await buildTestApp({ logger: { level: 'trace', stream } })
+    const urls = [
+      // OpenZiti's enrollment of one-time tokens, which this controller does not serve (404).
+      '/edge/client/v1/enroll?method=ott&token=ott-secret-0001',
+      // Refused logins and reads (401).
+      '/edge/client/v1/authenticate?method=ext-jwt&access_token=jwt-secret-0002',
+      '/edge/management/v1/external-jwt-signers?limit=5&jwt-secret-0003',
+      '/edge/management/v1/identities?%E0%A4%A=bad-encoding-secret-0004',
+      // A path Fastify cannot decode: logged by the routing error handler.
+      '/edge/client/v1/%ZZ?token=undecodable-path-secret-0005',
+    ]
+    const statuses = []
+    for (const url of urls) statuses.push((await app.inject({ method: 'POST', url })).statusCode)
+    expect(statuses.every((s) => s >= 400 && s < 500)).toBe(true)
+    expectNoSecret(lines, ['ott-secret', 'jwt-secret', 'secret-0004', 'secret-0005'])
+    const logged = lines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'request completed')
+      .map((l) => l.url)
+    // The API's own parameters stay, for the operator reading why a request failed.
+    expect(logged).toContain('/edge/client/v1/authenticate?method=ext-jwt&[redacted]')
+    expect(logged).toContain('/edge/management/v1/external-jwt-signers?limit=5&[redacted]')
+    expect(logged).toHaveLength(urls.length)
+  })
+
+  it('keep the list and login parameters of a URL and nothing else of its query', () => {
+    expect(loggedUrl('/edge/management/v1/identities')).toBe('/edge/management/v1/identities')
+    expect(loggedUrl('/x?filter=name%3D%22a%22&sort=name&limit=2&offset=4&method=password')).toBe(
+      '/x?filter=name%3D%22a%22&sort=name&limit=2&offset=4&method=password',
+    )
+    expect(loggedUrl('/x?token=abc&method=ott&=v&&secret')).toBe(
+      '/x?[redacted]&method=ott&[redacted]&[redacted]&[redacted]',
+    )
+    expect(loggedUrl('/x?%6Dethod=password&limit+=1')).toBe('/x?%6Dethod=password&[redacted]')
+    expect(loggedUrl('/x?')).toBe('/x?[redacted]')
   })
 
   it('decode byte arrays before searching (the search finds a secret hidden in one)', () => {

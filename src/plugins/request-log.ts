@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin'
-import { writes } from '../request-logger.js'
+import { loggedUrl, writes } from '../request-logger.js'
 
 /**
  * One access-log line per request. Writes, logins and every refusal or failure are logged at info;
  * successful reads (the bulk of the traffic, counted by the metrics) only at debug, so the log
- * stays readable and cheap.
+ * stays readable and cheap. The URL's query keeps only the API's own parameters (`loggedUrl`).
  */
 export const requestLog = fp(
   async (app) => {
@@ -15,7 +15,7 @@ export const requestLog = fp(
       request.log[level](
         {
           method: request.method,
-          url: request.url,
+          url: loggedUrl(request.url),
           statusCode: reply.statusCode,
           remoteAddress: request.ip,
           responseTime: Math.round(reply.elapsedTime * 100) / 100,

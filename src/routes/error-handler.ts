@@ -8,6 +8,7 @@ import type {
   FastifyRequest,
 } from 'fastify'
 import { AppError, type ErrorCode, type FieldCause, messageOf } from '../errors.js'
+import { loggedUrl } from '../request-logger.js'
 import { ERROR_META } from './common-schemas.js'
 
 /** Turns the first schema violation into a field cause (`tags.owner`, `scopes[0]` style names). */
@@ -96,7 +97,7 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   sendError(reply, request, appError)
   // These requests never reach a route, so the access-log hook does not see them.
   request.log.info(
-    { method: request.method, url: request.url, statusCode: appError.statusCode },
+    { method: request.method, url: loggedUrl(request.url), statusCode: appError.statusCode },
     'request completed',
   )
 }
