@@ -31,12 +31,13 @@ interface Pending<T> {
  * the commit, its flush), and two small batches at once compete for the same cores.
  */
 const MAX_BATCH = 256
-const MAX_IN_FLIGHT = 1
 
 export class BatchWriter<T> {
   private queue: Pending<T>[] = []
-  private flushing: NodeJS.Immediate | undefined
-  private readonly inFlight = new Set<Promise<void>>()
+  /** The write at the end of this turn, when one is scheduled. */
+  private scheduled: NodeJS.Immediate | undefined
+  /** The unit of work running now, if any. */
+  private writing: Promise<void> | undefined
 
   /** `write` stores its items atomically: all of them or none. */
   constructor(private readonly write: (items: T[]) => Promise<void>) {}
@@ -45,10 +46,10 @@ export class BatchWriter<T> {
   add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
       const n = this.queue.push({ item, resolve, reject })
-      // While the most units of work are in flight, the end of one starts the next.
-      if (this.inFlight.size >= MAX_IN_FLIGHT) return
+      // While a unit of work runs, its end starts the next.
+      if (this.writing) return
       // The rest of this turn's items join it (MAX_BATCH flushes at once).
-      if (this.flushing === undefined) this.flushing = setImmediate(() => this.startFlush())
+      if (this.scheduled === undefined) this.scheduled = setImmediate(() => this.startFlush())
       else if (n >= MAX_BATCH) this.startFlush()
     })
   }
@@ -56,23 +57,22 @@ export class BatchWriter<T> {
   /** Commits whatever is queued now and resolves when every write begun has settled (shutdown). */
   async drain(): Promise<void> {
     for (;;) {
-      if (this.queue.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.startFlush()
-      else if (this.inFlight.size > 0) await Promise.race(this.inFlight)
+      if (this.writing) await this.writing
+      else if (this.queue.length > 0) this.startFlush()
       else return
     }
   }
 
   private startFlush(): void {
-    clearImmediate(this.flushing)
-    this.flushing = undefined
-    if (this.inFlight.size >= MAX_IN_FLIGHT || this.queue.length === 0) return
+    clearImmediate(this.scheduled)
+    this.scheduled = undefined
+    if (this.writing || this.queue.length === 0) return
     const batch = this.queue.splice(0, MAX_BATCH)
-    const p: Promise<void> = this.flush(batch).finally(() => {
-      this.inFlight.delete(p)
+    this.writing = this.flush(batch).finally(() => {
+      this.writing = undefined
       // What arrived meanwhile has waited a whole commit already: it goes now.
       if (this.queue.length > 0) this.startFlush()
     })
-    this.inFlight.add(p)
   }
 
   private async flush(batch: Pending<T>[]): Promise<void> {
