@@ -189,15 +189,36 @@ export async function verifyJwt(
     clockTolerance: options.clockTolerance,
     currentDate: options.currentDate,
   }).payload
-  checkIssuedAt(claims, options)
+  checkTimes(claims, options)
   return claims
 }
 
 /**
- * jose checks `iat` only against a maximum token age; a token issued in the future (beyond the
- * clock tolerance) comes from a signer with a broken clock or was made to outlive its `exp` checks.
+ * The latest moment a time claim may name: the end of year 9999 (RFC 3339's four-digit years).
+ * JSON reads `1e400` as Infinity and jose checks only that a time claim is a number, so without this
+ * a token could claim never to expire, and its session's end could not be written as a date.
  */
-function checkIssuedAt(claims: JWTPayload, options: ClaimOptions): void {
+export const LATEST_TIME_CLAIM = 253_402_300_799
+
+/**
+ * Time claims (and a numeric OpenID `auth_time`) are finite and at most `LATEST_TIME_CLAIM`. jose checks `iat` only against a maximum
+ * token age; a token issued in the future (beyond the clock tolerance) comes from a signer with a
+ * broken clock or was made to outlive its `exp` checks.
+ */
+function checkTimes(claims: JWTPayload, options: ClaimOptions): void {
+  for (const claim of ['exp', 'nbf', 'iat', 'auth_time'] as const) {
+    const value = claims[claim]
+    // A non-numeric auth_time is not a time (token rules then count from iat).
+    if (claim === 'auth_time' && typeof value !== 'number') continue
+    if (value !== undefined && !(Math.abs(value as number) <= LATEST_TIME_CLAIM)) {
+      throw new errors.JWTClaimValidationFailed(
+        `"${claim}" claim timestamp out of range`,
+        claims,
+        claim,
+        'out_of_range',
+      )
+    }
+  }
   if (claims.iat === undefined) return
   const now = Math.floor(options.currentDate.getTime() / 1000)
   if (claims.iat > now + options.clockTolerance) {

@@ -136,6 +136,9 @@ export function breakRules(
     const rule = 'tokenRules.maxTokenAge'
     const start = ageStart(claims)
     if (start === undefined) return { kind: 'token_age', rule, reason: 'token has no iat claim' }
+    // Authenticated in the future: such a token would never grow old.
+    if (start > nowMs + skewMs)
+      return { kind: 'token_age', rule, reason: 'auth_time is in the future' }
     if (nowMs - start > rules.maxAgeMs + skewMs)
       return { kind: 'token_age', rule, reason: 'token is older than maxTokenAge' }
   }

@@ -95,7 +95,9 @@ function rejection(err: unknown, signerId: string, kid: string): JwtRejected {
     if (err.claim === 'iss') return reject('unknown_issuer', 'issuer mismatch')
     // Outside its time window like an expired token, but a new token would not help yet.
     if (err.claim === 'nbf') return reject('expired', 'token not yet valid (nbf)', 'invalid')
-    if (err.claim === 'exp') return reject('malformed', 'token has no exp claim')
+    if (err.reason === 'out_of_range') return reject('malformed', `${err.claim} out of range`)
+    if (err.claim === 'exp' && err.reason === 'missing')
+      return reject('malformed', 'token has no exp claim')
     if (err.claim === 'iat' && err.reason === 'check_failed')
       return reject('malformed', 'token issued in the future (iat)')
     return reject('malformed', `claim ${err.claim} ${err.reason}`)

@@ -33,14 +33,18 @@ export function unsignedJwt(claims: JWTPayload, header: Record<string, unknown> 
   return `${enc({ alg: 'none', ...header })}.${enc(claims)}.`
 }
 
-/** RS256-signs any header and payload by hand, for headers jose itself refuses to produce. */
+/**
+ * RS256-signs any header and payload by hand, for headers jose itself refuses to produce; a payload
+ * given as text is signed as it is (JSON that `JSON.stringify` cannot write, such as `1e400`).
+ */
 export async function signRs256Raw(
   key: webcrypto.CryptoKey,
   header: Record<string, unknown>,
-  payload: Record<string, unknown>,
+  payload: Record<string, unknown> | string,
 ): Promise<string> {
   const { subtle } = await import('node:crypto').then((m) => m.webcrypto)
-  const enc = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url')
+  const enc = (o: object | string) =>
+    Buffer.from(typeof o === 'string' ? o : JSON.stringify(o)).toString('base64url')
   const input = `${enc({ alg: 'RS256', ...header })}.${enc(payload)}`
   const sig = await subtle.sign('RSASSA-PKCS1-v1_5', key, Buffer.from(input))
   return `${input}.${Buffer.from(sig).toString('base64url')}`

@@ -1,7 +1,7 @@
 import { exportJWK, generateKeyPair, type JWTPayload } from 'jose'
 import { buildTestApp, caller, login, testClock } from './app.js'
 import { startJwksServer } from './jwks-server.js'
-import { signJwt } from './jwt.js'
+import { signJwt, signRs256Raw } from './jwt.js'
 
 export const RULES_ISSUER = 'https://idp.rules.example'
 export const RULES_NOW = '2026-11-22T08:00:00.000Z'
@@ -66,6 +66,13 @@ export async function rulesSetup(
       { iss: RULES_ISSUER, aud: 'ziti', sub: identityId, ...claims } as JWTPayload, // any claims
       { kid: 'k1', now },
     )
+  /** Signs payload text as it is, after the issuer, audience and subject (`"exp":1e400`, say). */
+  const rawToken = (members: string) =>
+    signRs256Raw(
+      privateKey as CryptoKey,
+      { kid: 'k1', typ: 'JWT' },
+      `{"iss":${JSON.stringify(RULES_ISSUER)},"aud":"ziti","sub":${JSON.stringify(identityId)},${members}}`,
+    )
   const loginWith = (jwt: string) =>
     app.inject({ method: 'POST', url: LOGIN, headers: { authorization: `Bearer ${jwt}` } })
   const tryLogin = async (claims: Record<string, unknown> = {}) =>
@@ -75,5 +82,17 @@ export async function rulesSetup(
       string,
       unknown
     >
-  return { app, call, clock, server, signerId, identityId, token, loginWith, tryLogin, explain }
+  return {
+    app,
+    call,
+    clock,
+    server,
+    signerId,
+    identityId,
+    token,
+    rawToken,
+    loginWith,
+    tryLogin,
+    explain,
+  }
 }

@@ -89,6 +89,37 @@ forEachStore(() => {
     })
   })
 
+  describe('time claims out of range', () => {
+    it('refuses exp, nbf, iat or auth_time beyond year 9999 or not finite, with a 401 (never a 500)', async () => {
+      const s = await rulesSetup({ sessionEndsWithToken: true, maxTokenAge: '1h' })
+      const status = async (members: string) =>
+        (await s.loginWith(await s.rawToken(members))).statusCode
+      // The last second of year 9999 is a time; the session still ends by its idle timeout.
+      expect(await status(`"iat":${NOW},"exp":253402300799`)).toBe(200)
+      for (const members of [
+        `"iat":${NOW},"exp":1e400`, // JSON reads it as Infinity
+        `"iat":${NOW},"exp":1e15`,
+        `"iat":${NOW},"exp":253402300800`,
+        `"iat":${NOW},"exp":${NOW + 60},"nbf":-1e400`,
+        `"iat":-1e400,"exp":${NOW + 60}`,
+        `"iat":${NOW},"exp":${NOW + 60},"auth_time":1e400`,
+      ]) {
+        expect(await status(members), members).toBe(401)
+      }
+      const data = await s.explain(await s.rawToken(`"iat":${NOW},"exp":1e400`))
+      expect(data).toMatchObject({ accepted: false, kind: 'malformed' })
+      expect(String(data.reason)).toContain('exp out of range')
+    })
+
+    it('refuses, under maxTokenAge, a token whose auth_time is in the future', async () => {
+      const s = await rulesSetup({ maxTokenAge: '5m' })
+      expect(await s.tryLogin({ iat: NOW, auth_time: NOW + 20 })).toBe(200) // within the tolerance
+      expect(await s.tryLogin({ iat: NOW, auth_time: NOW + 3600 })).toBe(401)
+      const data = await s.explain(await s.token({ iat: NOW, auth_time: NOW + 3600 }))
+      expect(data).toMatchObject({ kind: 'token_age' })
+    })
+  })
+
   describe('token rules: sessions that end with the token', () => {
     it('caps the session at exp however often it is used, then refuses it', async () => {
       const s = await rulesSetup({ sessionEndsWithToken: true })
