@@ -69,7 +69,7 @@ export async function rulesSetup(
   /** Signs payload text as it is, after the issuer, audience and subject (`"exp":1e400`, say). */
   const rawToken = (members: string) =>
     signRs256Raw(
-      privateKey as CryptoKey,
+      privateKey as Parameters<typeof signRs256Raw>[0],
       { kid: 'k1', typ: 'JWT' },
       `{"iss":${JSON.stringify(RULES_ISSUER)},"aud":"ziti","sub":${JSON.stringify(identityId)},${members}}`,
     )
