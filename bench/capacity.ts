@@ -143,7 +143,7 @@ export async function benchCapacity(name: string, db: string): Promise<void> {
       ),
     )
     rows.push(
-      await inputs('client signer list (default page)', stats, metricsUrl, (beforeRun) =>
+      await inputs('client signer list (default page, 10 listed)', stats, metricsUrl, (beforeRun) =>
         measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`, { pid: ctrl.pid, beforeRun }),
       ),
     )

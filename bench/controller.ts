@@ -56,10 +56,14 @@ function startCommand(): { env: Record<string, string>; flags: string[] } {
   return { env, flags: words.slice(node + 1).filter((w) => w.startsWith('--')) }
 }
 
+/** Signers of `seedSigners` with an externalAuthUrl: the providers the client list shows. */
+export const LISTED_SIGNERS = 10
+
 /**
- * Seeds `count` signers with externalAuthUrl (all listed by the client list), numbered from
- * `from`; their JWKS endpoints are on loopback port 1, so the background key fetch is refused
- * locally and nothing leaves the machine.
+ * Seeds `count` signers, numbered from `from`; those numbered below `LISTED_SIGNERS` have an
+ * externalAuthUrl, so the client list (every listed signer, unpaged) shows a deployment's handful
+ * of providers while the management list pages through them all. Their JWKS endpoints are on
+ * loopback port 1, so the background key fetch is refused locally and nothing leaves the machine.
  */
 export async function seedSigners(call: Call, count: number, from = 0): Promise<void> {
   for (let i = from; i < from + count; i++) {
@@ -69,7 +73,7 @@ export async function seedSigners(call: Call, count: number, from = 0): Promise<
       issuer: `https://idp-${i}.example`,
       audience: 'ziti',
       jwksEndpoint: `http://127.0.0.1:1/jwks-${i}`,
-      externalAuthUrl: `https://idp-${i}.example/auth`,
+      ...(i < LISTED_SIGNERS ? { externalAuthUrl: `https://idp-${i}.example/auth` } : {}),
     })
     if (res.status !== 201) throw new Error(`bench: signer-${i} was not created (${res.status})`)
   }
@@ -78,7 +82,7 @@ export async function seedSigners(call: Call, count: number, from = 0): Promise<
 /**
  * Starts the controller as `npm start` runs it (its own process, its default settings but the
  * login rate limits, default log level unless `env` says otherwise) on `db`, and seeds `signers`
- * signers with externalAuthUrl.
+ * signers (see `seedSigners`).
  */
 export async function startController(
   db: string,

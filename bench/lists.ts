@@ -43,7 +43,7 @@ export async function listsController(db: string): Promise<Controller> {
 /** The three list goals of `ctrl` (seeded with 100 signers and 20 identities) against `bare`. */
 export async function lists(ctrl: Controller, bare: Run, label: string): Promise<ListFigures> {
   const client = await paired(
-    `${label} client signer list (default page, 100 signers)`,
+    `${label} client signer list (default page: the 10 of 100 signers with an externalAuthUrl)`,
     'bare',
     bare,
     route(`${ctrl.base}/edge/client/v1/external-jwt-signers`, ctrl.pid),

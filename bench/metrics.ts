@@ -105,7 +105,7 @@ export async function benchMetrics(dir: string): Promise<void> {
   const errors = (key: keyof Figures) =>
     rounds.reduce((n, r) => n + r.on[key].errors + r.off[key].errors, 0)
   for (const [name, key] of [
-    ['client signer list (100 signers)', 'list'],
+    ['client signer list (10 of 100 signers listed)', 'list'],
     ['ext-jwt login RS256', 'login'],
   ] as const) {
     const offRate = rate('off', key)

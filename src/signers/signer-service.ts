@@ -145,9 +145,15 @@ export class SignerService {
     return this.options.store.repos.signers.list(parseListQuery(params, SIGNER_LIST_SPEC))
   }
 
-  /** The client list; `withEnrollment` adds signers that allow enrollment (OpenZiti's list). */
-  listForClient(params: ListParams, withEnrollment = false) {
-    const query = parseListQuery(params, CLIENT_SIGNER_LIST_SPEC)
+  /**
+   * The client list. `withEnrollment` adds signers that allow enrollment (OpenZiti's list);
+   * `byDefault` is its page size without a `limit` (OpenZiti's 10 unless given).
+   */
+  listForClient(
+    params: ListParams,
+    { withEnrollment = false, byDefault }: { withEnrollment?: boolean; byDefault?: 'none' } = {},
+  ) {
+    const query = parseListQuery(params, CLIENT_SIGNER_LIST_SPEC, byDefault)
     return this.options.store.repos.signers.listForClient(query, withEnrollment)
   }
 

@@ -288,6 +288,65 @@ forEachStore((kind) => {
       expect(bad.json().error.code).toBe('INVALID_PAGINATION')
     })
 
+    it('lists every listed signer without a limit (its empty meta tells of no other page); OpenZiti fields page by 10', async () => {
+      const { app, token } = await seeded()
+      for (let i = 0; i < 14; i++) {
+        const res = await app.inject({
+          method: 'POST',
+          url: BASE,
+          headers: { 'zt-session': token },
+          payload: {
+            name: `idp-${i}`,
+            enabled: true,
+            issuer: `https://idp-${i}.example`,
+            audience: 'ziti',
+            jwksEndpoint: `https://idp-${i}.example/jwks`,
+            externalAuthUrl: `https://idp-${i}.example/auth`,
+          },
+        })
+        expect(res.statusCode).toBe(201)
+      }
+      const names = async (url: string) => {
+        const res = await app.inject({ method: 'GET', url })
+        expect(res.statusCode).toBe(200)
+        expect(res.json().meta).toEqual({})
+        return (res.json().data as { name: string }[]).map((d) => d.name)
+      }
+      const all = await names(CLIENT)
+      expect(all).toHaveLength(16) // corp-east, Corp-lab and the 14
+      expect(new Set(all)).toEqual(
+        new Set(['corp-east', 'Corp-lab', ...Array.from({ length: 14 }, (_, i) => `idp-${i}`)]),
+      )
+      expect(await names(`${CLIENT}?limit=0`)).toEqual(all) // 0: the list's default
+      expect(await names(`${CLIENT}?limit=-1`)).toEqual(all)
+      expect(await names(`${CLIENT}?limit=5&offset=3`)).toEqual(all.slice(3, 8))
+      expect(
+        await names(`${CLIENT}?filter=${encodeURIComponent('name contains "idp-1"')}`),
+      ).toEqual(all.filter((n) => n.includes('idp-1')))
+
+      const openziti = await buildTestApp({ config: { clientSignerFields: 'openziti' } })
+      const admin = await login(openziti)
+      for (let i = 0; i < 12; i++) {
+        await openziti.inject({
+          method: 'POST',
+          url: BASE,
+          headers: { 'zt-session': admin },
+          payload: {
+            name: `oz-${i}`,
+            enabled: true,
+            issuer: `https://oz-${i}.example`,
+            audience: 'ziti',
+            jwksEndpoint: `https://oz-${i}.example/jwks`,
+            externalAuthUrl: `https://oz-${i}.example/auth`,
+          },
+        })
+      }
+      const page = async (query: string) =>
+        (await openziti.inject({ method: 'GET', url: `${CLIENT}${query}` })).json().data.length
+      expect(await page('')).toBe(10)
+      expect(await page('?limit=-1')).toBe(12)
+    })
+
     it('follows changes: a disabled signer leaves the list', async () => {
       const { app, token, ids } = await seeded()
       await app.inject({

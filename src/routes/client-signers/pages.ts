@@ -27,11 +27,17 @@ export class ClientSignerPages {
 
   /** The page of a validated query: kept, or read and serialised now. */
   async page(q: ListQuery): Promise<CachedBody> {
+    // The seed's list has an empty meta, so nothing would tell a client that a page left signers
+    // out: without a `limit` it lists them all. OpenZiti's pages by 10, as upstream.
+    const seed = this.fields === 'seed'
     const build = async () =>
       JSON.stringify({
-        data: (await this.signers.listForClient(q, this.fields === 'openziti')).map((s) =>
-          this.fields === 'openziti' ? openZitiView(s) : seedView(s),
-        ),
+        data: (
+          await this.signers.listForClient(q, {
+            withEnrollment: !seed,
+            ...(seed ? { byDefault: 'none' as const } : {}),
+          })
+        ).map((s) => (seed ? seedView(s) : openZitiView(s))),
         meta: {},
       })
     const version = this.signers.listVersion()
@@ -48,7 +54,7 @@ export class ClientSignerPages {
   async one(id: string) {
     if (!/^[A-Za-z0-9]+$/.test(id)) return undefined
     const withEnrollment = this.fields === 'openziti'
-    const [row] = await this.signers.listForClient({ filter: `id = "${id}"` }, withEnrollment)
+    const [row] = await this.signers.listForClient({ filter: `id = "${id}"` }, { withEnrollment })
     if (!row) return undefined
     return { data: withEnrollment ? openZitiView(row) : seedView(row), meta: {} }
   }

@@ -53,12 +53,12 @@ function integer(field: 'limit' | 'offset', raw: string): number {
 
 /**
  * The `limit` parameter as OpenZiti reads it: -1 is no limit (as the filter's `limit none`; the
- * console asks `limit=-1` for its pickers), 0 or below -1 the default, above 500 capped later.
+ * console asks `limit=-1` for its pickers), 0 or below -1 the list's default, above 500 capped later.
  */
-function limitParam(raw: string | undefined): number | 'none' {
-  if (raw === undefined || raw === '') return DEFAULT_LIMIT
+function limitParam(raw: string | undefined, byDefault: number | 'none'): number | 'none' {
+  if (raw === undefined || raw === '') return byDefault
   const n = integer('limit', raw)
-  return n === -1 ? 'none' : n < -1 ? DEFAULT_LIMIT : n
+  return n === -1 ? 'none' : n === 0 || n < -1 ? byDefault : n
 }
 
 /** The `offset` parameter as OpenZiti reads it: a negative offset is 0. */
@@ -69,8 +69,9 @@ function offsetParam(raw: string | undefined): number {
   return Math.max(n, 0)
 }
 
-function clampLimit(limit: number): number {
-  return limit === 0 ? DEFAULT_LIMIT : Math.min(limit, MAX_LIMIT)
+function clampLimit(limit: number, byDefault: number | 'none'): number | undefined {
+  if (limit !== 0) return Math.min(limit, MAX_LIMIT)
+  return byDefault === 'none' ? undefined : byDefault
 }
 
 function sortParam(raw: string | undefined, spec: ListSpec): SortKey[] {
@@ -102,8 +103,13 @@ function text(field: keyof ListParams, value: unknown): string | undefined {
  * As upstream: `skip` and `limit` clauses in the filter win over the `offset` and `limit`
  * parameters; the `sort` parameter applies only when the filter has no `sort by`.
  */
-export function parseListQuery(params: ListParams, spec: ListSpec): ListQuery {
-  const limitValue = limitParam(text('limit', params.limit))
+export function parseListQuery(
+  params: ListParams,
+  spec: ListSpec,
+  /** The page size without a `limit` (default `DEFAULT_LIMIT`; `none`: every match). */
+  byDefault: number | 'none' = DEFAULT_LIMIT,
+): ListQuery {
+  const limitValue = limitParam(text('limit', params.limit), byDefault)
   const offsetValue = offsetParam(text('offset', params.offset))
   const sortKeys = sortParam(text('sort', params.sort), spec)
   const filter = parseFilter(text('filter', params.filter), spec.filterable, spec.sortable)
@@ -121,7 +127,7 @@ export function parseListQuery(params: ListParams, spec: ListSpec): ListQuery {
   return {
     where: filter.where,
     orderBy: [...sort, { column: spec.idColumn, desc: false }],
-    limit: limit === 'none' ? undefined : clampLimit(limit),
+    limit: limit === 'none' ? undefined : clampLimit(limit, byDefault),
     offset: filter.skip ?? offsetValue,
   }
 }
