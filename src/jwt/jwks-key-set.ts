@@ -72,7 +72,7 @@ function screen(jwks: JSONWebKeySet): { usable: JSONWebKeySet; refused: RefusedK
 /**
  * The keys of one JWKS endpoint. A fetch happens when the set is created, then on a timer every
  * max age (independent of requests), and when a kid that is not in the set shows up (at most once
- * per cooldown, shared by every request waiting on it). A failed fetch keeps the keys last fetched
+ * per cooldown after the last fetch began and ended, shared by every request waiting on it). A failed fetch keeps the keys last fetched
  * (stale-if-error); a successful one reports the kids it no longer holds, so that tokens verified
  * with them stop counting at once.
  */
@@ -126,6 +126,10 @@ export class JwksKeySet {
         this.options.onFetch?.({ ok: false, error })
       })
       .finally(() => {
+        // The cooldown counts from the end of a fetch too: a fetch that took as long as the
+        // cooldown (a provider that never answers) must not let the request that waited for it
+        // start another at once, each login then waiting two timeouts.
+        this.attemptedAt = this.now()
         this.inflight = undefined
         this.schedule()
       })

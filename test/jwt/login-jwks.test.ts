@@ -161,6 +161,32 @@ forEachStore(() => {
       expect(await s.tryLogin(await s.token(k1))).toBe(401)
     })
 
+    it('waits for at most one fetch of a provider that never answers, and refuses at once within the cooldown after it', async () => {
+      const k1 = await keyPair('k1')
+      const server = await startJwksServer([k1.jwk])
+      server.respond({ body: JSON.stringify({ keys: [k1.jwk] }), delayMs: 60_000 })
+      const s = await setup(server, { timeoutMs: 300 })
+      await vi.waitFor(async () => {
+        const keys = await s.call(
+          'GET',
+          `/edge/management/v1/external-jwt-signers/${s.signerId}/keys`,
+        )
+        expect(keys.json().data.lastFetchError).not.toBeNull()
+      }, WAIT)
+      expect(server.hits()).toBe(1)
+      const jwt = await s.token(k1)
+      s.clock.advance(6000) // past the cooldown: this login fetches again
+      const login = s.tryLogin(jwt)
+      // The clock moves on while the fetch hangs, past the cooldown again, as it does for a
+      // provider that answers nothing within the fetch timeout (5 s, as long as the cooldown).
+      await vi.waitFor(() => expect(server.hits()).toBe(2), WAIT)
+      s.clock.advance(6000)
+      expect(await login).toBe(401)
+      expect(server.hits()).toBe(2) // the login that waited for a fetch did not start another
+      expect(await s.tryLogin(jwt)).toBe(401) // within the cooldown of that fetch's end
+      expect(server.hits()).toBe(2) // refused without a fetch to wait for
+    })
+
     it('accepts application/jwk-set+json with parameters', async () => {
       const k1 = await keyPair('k1')
       const server = await startJwksServer([k1.jwk])
