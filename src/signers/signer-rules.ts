@@ -118,6 +118,11 @@ function checkUrl(field: string, value: string | null): void {
   }
 }
 
+/** A name, issuer or audience of only spaces would show as nothing and match no real token. */
+function checkNotBlank(field: string, value: string): void {
+  if (value.trim() === '') throw fieldError('COULD_NOT_VALIDATE', field, 'must not be blank', value)
+}
+
 /** RFC 6901: `~` must be followed by 0 or 1. */
 function checkPointer(field: string, value: string | null): void {
   if (value?.startsWith('/') && /~(?![01])/.test(value)) {
@@ -130,6 +135,9 @@ function checkPointer(field: string, value: string | null): void {
  * certificate details. Throws AppError with the field at fault.
  */
 export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
+  checkNotBlank('name', s.name)
+  checkNotBlank('issuer', s.issuer)
+  checkNotBlank('audience', s.audience)
   checkUrl('jwksEndpoint', s.jwksEndpoint)
   checkUrl('externalAuthUrl', s.externalAuthUrl)
   checkPointer('claimsProperty', s.claimsProperty)

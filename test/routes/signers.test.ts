@@ -389,6 +389,27 @@ forEachStore(() => {
       expect(res.json().error.cause.field).toBe(field)
     })
 
+    it('refuses a name, issuer or audience of only spaces on create, PUT and PATCH, naming the field', async () => {
+      const { app, token } = await setup()
+      const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
+      for (const field of ['name', 'issuer', 'audience']) {
+        for (const [method, url, body] of [
+          ['POST', base, jwksBody({ [field]: ' \t ' })],
+          ['PUT', `${base}/${id}`, jwksBody({ [field]: '   ' })],
+          ['PATCH', `${base}/${id}`, { [field]: '\u00a0' }],
+        ] as const) {
+          const res = await call(app, token, method, url, body)
+          expect(res.statusCode, `${method} ${field}`).toBe(400)
+          expect(res.json().error).toMatchObject({
+            code: 'COULD_NOT_VALIDATE',
+            cause: { field, reason: 'must not be blank' },
+          })
+        }
+      }
+      const kept = (await call(app, token, 'GET', `${base}/${id}`)).json().data
+      expect(kept).toMatchObject({ name: jwksBody().name, issuer: jwksBody().issuer })
+    })
+
     it('refuses null for a required field in PATCH', async () => {
       const { app, token } = await setup()
       const id = (await call(app, token, 'POST', base, jwksBody())).json().data.id
