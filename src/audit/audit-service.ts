@@ -92,6 +92,15 @@ export class AuditService {
     )
   }
 
+  /**
+   * A failed login under a name no identity has: the same line as a stored event's, marked
+   * `stored: false`, and no row. Anyone can send such names, and a row for each would let refused
+   * requests fill the database (the lockout bounds a known name's failures, not the unknown names).
+   */
+  loggedOnly(event: AuditEventRecord): void {
+    this.logged(event, { stored: 'false' })
+  }
+
   /** The list, newest first unless a sort is given. */
   list(params: ListParams) {
     const query = parseListQuery(params, AUDIT_LIST_SPEC)

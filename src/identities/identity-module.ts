@@ -51,7 +51,8 @@ export function buildIdentities(o: {
       const policy = await o.policies.policyOf(identity)
       return policy && policyLockout(policy.updbMaxAttempts, policy.updbLockoutDurationMinutes)
     },
-    // Audited (and so logged at info) with the user name and why; never the password.
+    // Audited (and so logged at info) with the user name and why; never the password. A name no
+    // identity has is logged only (see `loggedOnly`).
     onFailure: async (username, identity, reason) => {
       const event = audit.event(
         { actor: { id: identity?.id ?? '', name: username }, requestId: null },
@@ -63,6 +64,7 @@ export function buildIdentities(o: {
           changedFields: [reason],
         },
       )
+      if (!identity) return audit.loggedOnly(event)
       await store.repos.audit.insertMany([event])
       audit.logged(event)
     },
