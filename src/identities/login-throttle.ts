@@ -59,13 +59,14 @@ export class LoginThrottle {
 
   /**
    * Counts a failure; `rules` (an auth policy's maxAttempts and lockout) replace the defaults for
-   * this name where given.
+   * this name where given; `known`: the name is an identity's (its count is never forgotten to
+   * make room for made-up names).
    */
-  async failed(name: string, rules?: Partial<LockoutRules>): Promise<void> {
+  async failed(name: string, rules?: Partial<LockoutRules>, known = true): Promise<void> {
     const { attempts, firstMs, maxMs } = { ...this.rules, ...rules }
     if (attempts <= 0) return
     const now = this.clock()
-    const failures = await this.repo.addFailure(name, now.toISOString())
+    const failures = await this.repo.addFailure(name, now.toISOString(), known)
     if (failures < attempts) return
     const ms = Math.min(maxMs, firstMs * 2 ** Math.min(failures - attempts, 30))
     await this.repo.lockUntil(name, new Date(now.getTime() + ms).toISOString())

@@ -48,7 +48,7 @@ export async function checkPassword(
           : undefined
   if (reason !== undefined || !identity) {
     const rules = identity ? await deps.lockoutOf?.(identity) : undefined
-    await deps.throttle?.failed(username, rules)
+    await deps.throttle?.failed(username, rules, identity !== undefined)
     await deps.onFailure?.(username, identity, reason ?? 'unknown-user')
     throw new AppError('INVALID_AUTH')
   }

@@ -322,8 +322,11 @@ export interface LoginFailureRecord {
  */
 export interface LoginFailureRepository {
   get(name: string): Promise<LoginFailureRecord | undefined>
-  /** Counts one more failure at `at`; resolves with the count now held. */
-  addFailure(name: string, at: string): Promise<number>
+  /**
+   * Counts one more failure at `at`; resolves with the count now held. `known`: the name is an
+   * identity's (default); a store that bounds what it keeps forgets other names first.
+   */
+  addFailure(name: string, at: string, known?: boolean): Promise<number>
   lockUntil(name: string, until: string): Promise<void>
   clear(name: string): Promise<void>
   /** Forgets counts last changed before `before` whose lock (if any) has ended; resolves with how many. */
