@@ -35,26 +35,41 @@ function refuseControlChars(value: string, pointer: string, what: string): void 
   }
 }
 
+// The limits of an identity's roleAttributes in a management request (identities/schemas.ts).
+const MAX_ATTRIBUTES = 100
+const MAX_ATTRIBUTE_LENGTH = 255
+
 /**
  * Role attributes from the signer's attribute selector: unset, absent or null give none; a string
  * gives one (`""` none); an array of strings gives those without the empty ones; anything else
- * (a number, an object, an array holding a non-string) is refused.
+ * (a number, an object, an array holding a non-string) is refused, and so are more attributes, or
+ * longer ones, than an operator's own identity update may send (the console sends them back).
  */
 function attributes(claims: JWTPayload, pointer: string | null): string[] {
   if (pointer === null) return []
   const value = claimValue(claims, pointer)
   if (value === undefined || value === null) return []
-  if (typeof value === 'string') {
-    refuseControlChars(value, pointer, 'attributes')
-    return value === '' ? [] : [value]
+  let names: string[]
+  if (typeof value === 'string') names = value === '' ? [] : [value]
+  else if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {
+    names = [...new Set(value.filter((v) => v !== ''))]
+  } else {
+    throw new ClaimsRefused(
+      `claim ${pointer} (attributes) is neither a string nor an array of strings`,
+    )
   }
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {
-    for (const v of value) refuseControlChars(v, pointer, 'attributes')
-    return [...new Set(value.filter((v) => v !== ''))]
+  for (const name of names) {
+    refuseControlChars(name, pointer, 'attributes')
+    if (name.length > MAX_ATTRIBUTE_LENGTH) {
+      throw new ClaimsRefused(
+        `claim ${pointer} (attributes) holds one over ${MAX_ATTRIBUTE_LENGTH} characters`,
+      )
+    }
   }
-  throw new ClaimsRefused(
-    `claim ${pointer} (attributes) is neither a string nor an array of strings`,
-  )
+  if (names.length > MAX_ATTRIBUTES) {
+    throw new ClaimsRefused(`claim ${pointer} (attributes) holds over ${MAX_ATTRIBUTES} attributes`)
+  }
+  return names
 }
 
 /** Reads the enrollment claims a signer selects from a verified token; throws ClaimsRefused. */

@@ -48,24 +48,31 @@ forEachStore(() => {
       ])
     })
 
-    it('takes attributes from a string claim, none from an absent one, and refuses other types and control characters', async () => {
+    it('takes attributes from a string claim, none from an absent one, and refuses other types, control characters and more or longer attributes than an update may send', async () => {
       const app = await buildTestApp()
       const { manage } = await enrollmentSigner(app, provider)
       expect((await enroll(app, [await token('bob')])).statusCode).toBe(200)
       expect((await enroll(app, [await token('carol')])).statusCode).toBe(200)
+      expect((await enroll(app, [await token('jack')])).statusCode).toBe(200)
       const list = (await manage('GET', '/identities?sort=name%20asc&limit=100')).json().data
       const attrs = (name: string) =>
         list.find((i: { name: string }) => i.name === name)?.roleAttributes
       expect(attrs('bob')).toEqual(['solo'])
       expect(attrs('carol')).toEqual([])
+      expect(attrs('jack')).toHaveLength(100)
 
-      for (const user of ['dave', 'erin', 'nameless', 'frank', 'gina']) {
+      for (const user of ['dave', 'erin', 'nameless', 'frank', 'gina', 'hank', 'ivy']) {
         const res = await enroll(app, [await token(user)])
         expect(res.statusCode, user).toBe(400)
         expect(res.json().error.code).toBe('INVALID_ENROLLMENT_TOKEN')
       }
       const after = (await manage('GET', '/identities?limit=100')).json().data
-      expect(after.map((i: { name: string }) => i.name).sort()).toEqual(['admin', 'bob', 'carol'])
+      expect(after.map((i: { name: string }) => i.name).sort()).toEqual([
+        'admin',
+        'bob',
+        'carol',
+        'jack',
+      ])
     })
 
     it('refuses with enrollment off the same way whether or not the identity exists', async () => {

@@ -14,6 +14,10 @@ export const USERS: Record<string, Record<string, unknown>> = {
   // Control characters (a terminal escape, a bell) are refused as in every request body.
   frank: { preferred_username: 'fr\u001b]8;;x\u0007ank' },
   gina: { preferred_username: 'gina', groups: ['eng', 'ops\u0007'] },
+  // The limits of an identity update's roleAttributes: 100 of at most 255 characters.
+  hank: { preferred_username: 'hank', groups: Array.from({ length: 101 }, (_, i) => `g${i}`) },
+  ivy: { preferred_username: 'ivy', groups: ['eng', 'x'.repeat(256)] },
+  jack: { preferred_username: 'jack', groups: Array.from({ length: 100 }, (_, i) => `g${i}`) },
 }
 
 /** An admin session and a signer for the provider with token enrollment on (or as `fields` say). */
