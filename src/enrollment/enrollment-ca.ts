@@ -2,11 +2,13 @@
 import 'reflect-metadata'
 import {
   createPrivateKey,
+  createPublicKey,
   X509Certificate as NodeCertificate,
   randomBytes,
   webcrypto,
 } from 'node:crypto'
 import * as x509 from '@peculiar/x509'
+import { MIN_RSA_BITS, rsaExponentRefusal } from '../jwt/key-strength.js'
 
 // Node's webcrypto implements the interface @peculiar/x509 types against the DOM lib.
 const crypto = webcrypto as unknown as Parameters<typeof x509.X509CertificateGenerator.create>[1]
@@ -15,6 +17,36 @@ const CURVES: Record<string, [string, string]> = {
   prime256v1: ['P-256', 'SHA-256'],
   secp384r1: ['P-384', 'SHA-384'],
   secp521r1: ['P-521', 'SHA-512'],
+}
+
+/**
+ * Why the CSR's key may not be certified, or undefined: the same rules as for the keys that sign
+ * JWTs here (RSA of at least 2048 bits with an exponent of at least 65537; EC on P-256, P-384 or
+ * P-521; Ed25519 or Ed448). The CA would otherwise vouch for a key anyone could break.
+ */
+function csrKeyRefusal(csr: x509.Pkcs10CertificateRequest): string | undefined {
+  let key: ReturnType<typeof createPublicKey>
+  try {
+    key = createPublicKey({ key: Buffer.from(csr.publicKey.rawData), format: 'der', type: 'spki' })
+  } catch {
+    return 'the CSR public key cannot be read'
+  }
+  const type = key.asymmetricKeyType
+  const details = key.asymmetricKeyDetails ?? {}
+  if (type === 'rsa' || type === 'rsa-pss') {
+    const bits = details.modulusLength ?? 0
+    if (bits < MIN_RSA_BITS)
+      return `the CSR's RSA key has ${bits} bits; at least ${MIN_RSA_BITS} are needed`
+    return rsaExponentRefusal(details.publicExponent)
+  }
+  if (type === 'ec') {
+    const curve = details.namedCurve ?? ''
+    return Object.hasOwn(CURVES, curve)
+      ? undefined
+      : `the CSR's EC key is on curve ${curve || 'unknown'}; P-256, P-384 or P-521 are needed`
+  }
+  if (type === 'ed25519' || type === 'ed448') return undefined
+  return `the CSR's key type ${type ?? 'unknown'} cannot be certified; use RSA, EC or Ed25519`
 }
 
 /** A CSR that cannot be signed: the reason is for the log and `cause.reason`. */
@@ -109,6 +141,8 @@ export class EnrollmentCa {
       valid = false
     }
     if (!valid) throw new CsrRefused('the CSR signature does not verify')
+    const weak = csrKeyRefusal(csr)
+    if (weak) throw new CsrRefused(weak)
     const leaf = await x509.X509CertificateGenerator.create(
       {
         serialNumber: randomBytes(16)

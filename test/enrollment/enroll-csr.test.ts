@@ -140,6 +140,37 @@ forEachStore(() => {
       expect(names).toEqual(['admin'])
     })
 
+    it('refuses a CSR whose key is too weak to certify (RSA under 2048 bits), creating nothing', async () => {
+      const { app, manage } = await csrApp()
+      const RSA = {
+        name: 'RSASSA-PKCS1-v1_5',
+        modulusLength: 1024,
+        publicExponent: new Uint8Array([1, 0, 1]),
+        hash: 'SHA-256',
+      }
+      const keys = (await webcrypto.subtle.generateKey(RSA, true, [
+        'sign',
+        'verify',
+      ])) as unknown as Keys
+      const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+        name: 'CN=weak-laptop',
+        keys,
+        signingAlgorithm: RSA,
+      })
+      const res = await enroll(app, [await provider.accessToken('bob')], {
+        clientCsr: csr.toString('pem'),
+      })
+      expect(res.statusCode).toBe(400)
+      expect(res.json().error).toMatchObject({
+        code: 'COULD_NOT_PROCESS_CSR',
+        cause: { field: 'clientCsr', reason: expect.stringContaining('1024 bits') },
+      })
+      const names = (await manage('GET', '/identities'))
+        .json()
+        .data.map((i: { name: string }) => i.name)
+      expect(names).toEqual(['admin'])
+    })
+
     it('without a CA refuses a CSR clearly and still enrolls with a token', async () => {
       const { app, manage, signerId } = await csrApp(false)
       await manage('PATCH', `/external-jwt-signers/${signerId}`, { enrollToTokenEnabled: true })
