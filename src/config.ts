@@ -224,9 +224,11 @@ function trustedProxies(env: Env): string[] {
         `CTRL_TRUST_PROXY: "${entry}" is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/24)`,
       )
     }
-    if (prefix !== undefined && Number(prefix) === 0) {
+    // Shorter than a /8 (IPv4) or a /32 (IPv6, an ISP's allocation): a range of clients, not of
+    // balancers (`0.0.0.0/1,128.0.0.0/1` is everyone, as /0 is).
+    if (prefix !== undefined && Number(prefix) < (family === 4 ? 8 : 32)) {
       throw new ConfigError(
-        `CTRL_TRUST_PROXY: "${entry}" would trust every client to name its own address; list the balancers' addresses or ranges`,
+        `CTRL_TRUST_PROXY: "${entry}" would trust every client to name its own address; list the balancers' addresses or ranges (at least /8 for IPv4, /32 for IPv6)`,
       )
     }
   }

@@ -72,6 +72,9 @@ describe('loadConfig', () => {
       '0.0.0.0/0', // every client would name its own address
       '::/0',
       '10.0.0.0/00',
+      '0.0.0.0/1', // with 128.0.0.0/1, everyone again
+      '128.0.0.0/7',
+      'fd00::/31',
     ]) {
       expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(ConfigError)
       expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(/CTRL_TRUST_PROXY/)

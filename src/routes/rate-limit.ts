@@ -96,6 +96,20 @@ function withoutPort(ip: string): string {
 }
 
 /**
+ * The client address a login is counted by: the request's (from X-Forwarded-For when a trusted
+ * balancer sent it), or the connection's when that is not an IP address at all (any text a client
+ * put in the header would otherwise be a bucket of its own, a fresh allowance each time).
+ */
+export function clientAddress(request: {
+  ip: string | undefined
+  socket?: { remoteAddress?: string | undefined } | undefined
+}): string | undefined {
+  const ip = request.ip
+  if (ip !== undefined && isIP(withoutPort(ip).split('%')[0] ?? '') !== 0) return ip
+  return request.socket?.remoteAddress
+}
+
+/**
  * The bucket of a client address: an IPv4 address as it is (an IPv4-mapped IPv6 one too), an
  * IPv6 address by its /64, the smallest network one subscriber is given: every address of it is
  * one client's to rotate through, and would otherwise each get a fresh allowance.

@@ -118,6 +118,14 @@ describe('the client address behind a load balancer (CTRL_TRUST_PROXY)', () => {
     expect((await behind(s, '192.0.2.1')).statusCode).toBe(429)
   })
 
+  it('counts a forwarded value that is not an IP address by the connection, not as a bucket of its own', async () => {
+    const s = await loginFixture('sqlite', { authRateLimit: 1, trustProxy: ['10.0.0.0/24'] })
+    s.clock.advance(1000)
+    expect((await behind(s, 'not-an-address-1')).statusCode).toBe(200)
+    expect((await behind(s, 'not-an-address-2')).statusCode).toBe(429) // the balancer's 10.0.0.5
+    expect((await behind(s, '192.0.2.1')).statusCode).toBe(200) // a real client has its own
+  })
+
   it('ignores X-Forwarded-For from any other hop, so a client cannot pick its own address', async () => {
     const trusted = await loginFixture('sqlite', { authRateLimit: 1, trustProxy: ['10.0.0.5'] })
     const none = await loginFixture('sqlite', { authRateLimit: 1 })

@@ -7,7 +7,7 @@ import {
 } from '../../enrollment/token-enrollment.js'
 import { bearerTokens } from '../../jwt/challenge.js'
 import { errorResponses } from '../common-schemas.js'
-import type { LoginLimiter } from '../rate-limit.js'
+import { clientAddress, type LoginLimiter } from '../rate-limit.js'
 import {
   EnrollmentCertsEnvelopeSchema,
   EnrollTokenHeadersSchema,
@@ -35,7 +35,7 @@ const enrollRoutes: FastifyPluginAsyncTypebox<EnrollRoutesOptions> = async (app,
   app.post(
     '/enroll/token',
     {
-      onRequest: async (request) => o.limiter?.address(request.ip),
+      onRequest: async (request) => o.limiter?.address(clientAddress(request)),
       // Every refusal passes here, those before the handler (rate limit, validation) included.
       onError: async (request: FastifyRequest, _reply: FastifyReply, error: unknown) => {
         const status = (error as { statusCode?: number }).statusCode ?? 500 // AppError or Fastify's

@@ -16,7 +16,7 @@ import {
   secondaryChallenge,
 } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses } from '../common-schemas.js'
-import type { LoginLimiter } from '../rate-limit.js'
+import { clientAddress, type LoginLimiter } from '../rate-limit.js'
 import {
   AuthenticateBodySchema,
   AuthenticateQuerySchema,
@@ -127,7 +127,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     '/authenticate',
     {
       ...(limiter
-        ? { onRequest: async (request: FastifyRequest) => limiter.address(request.ip) }
+        ? { onRequest: async (request: FastifyRequest) => limiter.address(clientAddress(request)) }
         : {}),
       // Every refusal passes here, those before the handler (rate limit, validation) included.
       ...(onLogin
