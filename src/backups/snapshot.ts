@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { AppError, caughtMessage } from '../errors.js'
 
@@ -85,12 +94,16 @@ export async function takeSnapshot(o: SnapshotOptions): Promise<SnapshotResult> 
   let partial: string | undefined
   let path: string
   try {
-    mkdirSync(o.dir, { recursive: true })
+    // A snapshot holds what the database does (password hashes among it): its owner's only,
+    // whatever the umask (a folder made here too; one that was there keeps its mode).
+    mkdirSync(o.dir, { recursive: true, mode: 0o700 })
     if (!statSync(o.dir).isDirectory()) throw Object.assign(new Error(o.dir), { code: 'ENOTDIR' })
     path = freeName(o.dir, o.clock())
     partial = `${path}.partial`
     removePartial(partial)
+    writeFileSync(partial, '', { mode: 0o600, flag: 'wx' }) // the copy writes into it
     await o.copy(partial)
+    chmodSync(partial, 0o600)
     renameSync(partial, path)
   } catch (err) {
     if (partial) removePartial(partial)

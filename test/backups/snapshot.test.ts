@@ -1,4 +1,4 @@
-import { copyFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
@@ -138,6 +138,24 @@ describe('POST /database/snapshot on SQLite', () => {
     }
     expect(names).toHaveLength(4)
     expect(snapshotFiles(dir)).toEqual(names.slice(2))
+  })
+
+  it("writes snapshots (and a folder it makes) readable by the controller's user only, whatever the umask", async () => {
+    const dir = join(tempDir(), 'made-here')
+    const umask = process.umask(0o022)
+    try {
+      const { app, token } = await fileApp(dir)
+      expect((await caller(app, token)('POST', SNAPSHOT)).statusCode).toBe(200)
+      expect(statSync(dir).mode & 0o777).toBe(0o700)
+      const [file] = snapshotFiles(dir)
+      expect(statSync(join(dir, file as string)).mode & 0o777).toBe(0o600)
+      // The copy is whole: it opens as the database it was taken from.
+      const copy = new Database(join(dir, file as string), { readonly: true })
+      expect(copy.pragma('integrity_check', { simple: true })).toBe('ok')
+      copy.close()
+    } finally {
+      process.umask(umask)
+    }
   })
 
   it('records an audit event with action snapshot naming the file', async () => {
