@@ -129,6 +129,34 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
 
 const byPlace = (a: Problem, b: Problem) => a.line - b.line || a.column - b.column
 
+// Substituted values at least this long are shown by their variable's name in messages.
+const MIN_HIDDEN_LENGTH = 8
+
+/**
+ * The messages with each value the file took from the environment shown as `${NAME}` instead, when
+ * it is long enough to be a credential: a check run in CI on a file it does not trust must not
+ * print the runner's secrets (`endpoint: $AWS_SECRET_ACCESS_KEY` quoted in an error).
+ */
+function hideSubstituted(
+  problems: Problem[],
+  text: string,
+  env: Record<string, string | undefined>,
+): Problem[] {
+  const hidden = new Map<string, string>()
+  if (typeof text !== 'string') return problems // JavaScript callers may pass anything
+  for (const [, name] of text.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) {
+    const value = name === undefined ? undefined : env[name]
+    if (value !== undefined && value.length >= MIN_HIDDEN_LENGTH) hidden.set(value, `\${${name}}`)
+  }
+  if (hidden.size === 0) return problems
+  // The longest first, so that a value holding another is hidden whole.
+  const values = [...hidden.keys()].sort((a, b) => b.length - a.length)
+  return problems.map((p) => ({
+    ...p,
+    message: values.reduce((m, v) => m.replaceAll(v, hidden.get(v) ?? ''), p.message),
+  }))
+}
+
 /**
  * Loads and checks the text of a router configuration file, with `env` for `${NAME}` substitution.
  * Never throws: every problem comes back located, and all of them in one pass.
@@ -156,5 +184,9 @@ export function checkRouterConfig(
   } catch (err) {
     c.error('', { line: 1, column: 1 }, `internal error while checking: ${caughtMessage(err)}`)
   }
-  return { config, errors: c.errors.sort(byPlace), warnings: c.warnings.sort(byPlace) }
+  return {
+    config,
+    errors: hideSubstituted(c.errors.sort(byPlace), text, env),
+    warnings: hideSubstituted(c.warnings.sort(byPlace), text, env),
+  }
 }

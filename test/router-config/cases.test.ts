@@ -632,3 +632,28 @@ describe('values the reference router adjusts or ignores', () => {
     expect(errors.map((e) => e.path)).toEqual(['metrics.messageQueueSize'])
   })
 })
+
+describe('values from the environment in messages', () => {
+  it('shows a long substituted value by its variable, never the value itself', () => {
+    const secret = 'AKIAsecret/value+42'
+    const { errors } = run(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a YAML environment reference, not a template
+      BASE.replace('tls:ctrl.example.com:6262', '${AWS_SECRET_ACCESS_KEY}'),
+      { AWS_SECRET_ACCESS_KEY: secret },
+    )
+    expect(errors.map((e) => e.path)).toEqual(['ctrl.endpoint'])
+    const text = JSON.stringify(errors)
+    expect(text).not.toContain(secret)
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as the message shows it
+    expect(errors[0]?.message).toContain('${AWS_SECRET_ACCESS_KEY}')
+    // $NAME without braces too; a short value (a port) is shown as it is.
+    const plain = run(BASE.replace('tls:ctrl.example.com:6262', 'tls:$HOST:$PORT'), {
+      HOST: 'token-abcdefgh',
+      PORT: '99999',
+    })
+    expect(plain.errors.map((e) => e.path)).toEqual(['ctrl.endpoint'])
+    expect(JSON.stringify(plain.errors)).not.toContain('token-abcdefgh')
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as the message shows it
+    expect(plain.errors[0]?.message).toContain('tls:${HOST}:99999')
+  })
+})
