@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { parseDuration } from './duration.js'
+import { ipv6Bytes } from './jwt/ipv6-embedded.js'
 
 /** The validated operator settings of the controller. Durations are in milliseconds. */
 export interface Config {
@@ -212,6 +213,17 @@ function origins(env: Env): string[] {
  * `CTRL_TRUST_PROXY`: comma-separated addresses or CIDR ranges (`10.0.0.5`, `10.0.0.0/24`,
  * `fd00::/64`) of the balancers in front. Only a hop from one of them is believed about the client.
  */
+/** `::ffff:a.b.c.d` in any of its spellings. */
+function isMappedIpv4(address: string): boolean {
+  const bytes = ipv6Bytes(address)
+  return (
+    bytes !== undefined &&
+    bytes.slice(0, 10).every((b) => b === 0) &&
+    bytes[10] === 0xff &&
+    bytes[11] === 0xff
+  )
+}
+
 function trustedProxies(env: Env): string[] {
   const list = commaList(env, 'CTRL_TRUST_PROXY')
   for (const entry of list) {
@@ -225,8 +237,11 @@ function trustedProxies(env: Env): string[] {
       )
     }
     // Shorter than a /8 (IPv4) or a /32 (IPv6, an ISP's allocation): a range of clients, not of
-    // balancers (`0.0.0.0/1,128.0.0.0/1` is everyone, as /0 is).
-    if (prefix !== undefined && Number(prefix) < (family === 4 ? 8 : 32)) {
+    // balancers (`0.0.0.0/1,128.0.0.0/1` is everyone, as /0 is). An IPv4-mapped range
+    // (`::ffff:0:0/96`) matches IPv4 clients as the IPv4 range of its last 32 bits.
+    const mapped = family === 6 && isMappedIpv4(address)
+    const shortest = family === 4 ? 8 : mapped ? 96 + 8 : 32
+    if (prefix !== undefined && Number(prefix) < shortest) {
       throw new ConfigError(
         `CTRL_TRUST_PROXY: "${entry}" would trust every client to name its own address; list the balancers' addresses or ranges (at least /8 for IPv4, /32 for IPv6)`,
       )

@@ -60,8 +60,9 @@ describe('loadConfig', () => {
   it('reads the trusted balancers, and refuses what is not an address or CIDR range', () => {
     expect(loadConfig({}).trustProxy).toEqual([])
     expect(
-      loadConfig({ CTRL_TRUST_PROXY: ' 10.0.0.5, 10.1.0.0/16,fd00::/64 ,::1' }).trustProxy,
-    ).toEqual(['10.0.0.5', '10.1.0.0/16', 'fd00::/64', '::1'])
+      loadConfig({ CTRL_TRUST_PROXY: ' 10.0.0.5, 10.1.0.0/16,fd00::/64 ,::1,::ffff:10.0.0.0/104' })
+        .trustProxy,
+    ).toEqual(['10.0.0.5', '10.1.0.0/16', 'fd00::/64', '::1', '::ffff:10.0.0.0/104'])
     for (const bad of [
       'true',
       '10.0.0.0/33',
@@ -75,6 +76,8 @@ describe('loadConfig', () => {
       '0.0.0.0/1', // with 128.0.0.0/1, everyone again
       '128.0.0.0/7',
       'fd00::/31',
+      '::ffff:0.0.0.0/96', // every IPv4 client, as the IPv4 range 0.0.0.0/0
+      '::ffff:0:0/100',
     ]) {
       expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(ConfigError)
       expect(() => loadConfig({ CTRL_TRUST_PROXY: bad }), bad).toThrow(/CTRL_TRUST_PROXY/)
