@@ -160,6 +160,7 @@ export async function createServices(o: ServiceOptions) {
       })
       await backups.close()
       await people.sessions.drain()
+      await people.drain()
       people.close()
       audit.close()
       await signers.close()

@@ -43,6 +43,7 @@ export function buildIdentities(o: {
     o.log,
     'sessions',
   )
+  const failedLogins = new Set<Promise<void>>()
   const passwords: PasswordLoginDeps = {
     credentials: (name) => identities.credentials(name),
     allowsPrimary: (identity, method) => o.policies.allowsPrimary(identity, method),
@@ -65,9 +66,19 @@ export function buildIdentities(o: {
         },
       )
       if (!identity) return audit.loggedOnly(event)
-      await store.repos.audit.insertMany([event])
-      audit.logged(event)
+      // Not awaited: the 401 of a known name must take no longer than an unknown name's (which
+      // stores nothing), or the time of the answer would tell which names exist. `drain` waits.
+      const write = store.repos.audit.insertMany([event]).then(
+        () => audit.logged(event),
+        (err: unknown) => o.log.warn({ err, eventId: event.id }, 'failed login not stored'),
+      )
+      failedLogins.add(write)
+      void write.finally(() => failedLogins.delete(write))
     },
   }
-  return { identities, sessions, passwords, close: stop }
+  /** Resolves once every failed login's audit event is stored (before the store closes). */
+  const drain = async () => {
+    await Promise.all(failedLogins)
+  }
+  return { identities, sessions, passwords, drain, close: stop }
 }

@@ -260,8 +260,12 @@ forEachStore((kind) => {
         headers: { authorization: 'Bearer not.a.jwt' },
       })
       expect(bad.statusCode).toBe(401)
-      const events = await s.events()
-      expect(events).toHaveLength(before + 1)
+      // Stored after the answer (a known name's 401 waits for no insert): wait for it.
+      const events = await vi.waitFor(async () => {
+        const now = await s.events()
+        expect(now).toHaveLength(before + 1)
+        return now
+      })
       const failed = events.filter((e) => e.action === 'login-failed')
       expect(failed.map((e) => (e.actor as { name: string }).name)).toEqual([ADMIN_USER])
       const text = JSON.stringify(failed)
