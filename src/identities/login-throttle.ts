@@ -60,9 +60,9 @@ export class LoginThrottle {
   /**
    * Counts a failure; `rules` (an auth policy's maxAttempts and lockout) replace the defaults for
    * this name where given; `known`: the name is an identity's (its count is never forgotten to
-   * make room for made-up names).
+   * make room for made-up names; default: not, the bounded kind).
    */
-  async failed(name: string, rules?: Partial<LockoutRules>, known = true): Promise<void> {
+  async failed(name: string, rules?: Partial<LockoutRules>, known = false): Promise<void> {
     const { attempts, firstMs, maxMs } = { ...this.rules, ...rules }
     if (attempts <= 0) return
     const now = this.clock()

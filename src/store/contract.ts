@@ -324,7 +324,7 @@ export interface LoginFailureRepository {
   get(name: string): Promise<LoginFailureRecord | undefined>
   /**
    * Counts one more failure at `at`; resolves with the count now held. `known`: the name is an
-   * identity's (default); a store that bounds what it keeps forgets other names first.
+   * identity's (default: not); a store that bounds what it keeps forgets only other names.
    */
   addFailure(name: string, at: string, known?: boolean): Promise<number>
   lockUntil(name: string, until: string): Promise<void>

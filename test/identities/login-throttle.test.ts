@@ -29,10 +29,10 @@ describe('login throttle on SQLite (counts kept in memory, bounded)', () => {
       firstMs: 60_000,
       maxMs: 60_000,
     })
-    for (let i = 0; i < 3; i++) await throttle.failed('admin')
+    for (let i = 0; i < 3; i++) await throttle.failed('admin', undefined, true)
     expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
     // More made-up names than the store keeps (100,000), each failing once, after admin's lock.
-    for (let i = 0; i < 100_500; i++) await throttle.failed(`made-up-${i}`, undefined, false)
+    for (let i = 0; i < 100_500; i++) await throttle.failed(`made-up-${i}`)
     expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
     expect((await store.repos.loginFailures.get('admin'))?.failures).toBe(3)
     // The oldest made-up names made room for the newest.

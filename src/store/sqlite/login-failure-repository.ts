@@ -24,7 +24,7 @@ export class LoginFailureRepository {
     return entry ? { failures: entry.failures, lockedUntil: entry.lockedUntil } : undefined
   }
 
-  addFailure(name: string, at: string, known = true): number {
+  addFailure(name: string, at: string, known = false): number {
     const entry = this.known.get(name) ?? this.unknown.get(name)
     this.known.delete(name)
     this.unknown.delete(name) // re-inserted: the map stays in order of last failure
