@@ -135,18 +135,18 @@ const MIN_HIDDEN_LENGTH = 8
 /**
  * The messages with each value the file took from the environment shown as `${NAME}` instead, when
  * it is long enough to be a credential: a check run in CI on a file it does not trust must not
- * print the runner's secrets (`endpoint: $AWS_SECRET_ACCESS_KEY` quoted in an error).
+ * print the runner's secrets (`endpoint: $AWS_SECRET_ACCESS_KEY` quoted in an error). A value is
+ * hidden as it is and as a JSON string shows it (messages quote some values that way).
  */
 function hideSubstituted(
   problems: Problem[],
-  text: string,
-  env: Record<string, string | undefined>,
+  substituted: Map<string, string> | undefined,
 ): Problem[] {
   const hidden = new Map<string, string>()
-  if (typeof text !== 'string') return problems // JavaScript callers may pass anything
-  for (const [, name] of text.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) {
-    const value = name === undefined ? undefined : env[name]
-    if (value !== undefined && value.length >= MIN_HIDDEN_LENGTH) hidden.set(value, `\${${name}}`)
+  for (const [value, name] of substituted ?? []) {
+    if (value.length < MIN_HIDDEN_LENGTH) continue
+    hidden.set(value, `\${${name}}`)
+    hidden.set(JSON.stringify(value).slice(1, -1), `\${${name}}`)
   }
   if (hidden.size === 0) return problems
   // The longest first, so that a value holding another is hidden whole.
@@ -168,8 +168,10 @@ export function checkRouterConfig(
 ): CheckResult {
   const c = new Checker()
   let config: RouterConfig | undefined
+  let substituted: Map<string, string> | undefined
   try {
     const parsed = parseTree(text, env)
+    substituted = parsed.substituted
     for (const p of parsed.errors) c.error(p.path, p.pos, p.message)
     for (const p of parsed.warnings) c.warn(p.path, p.pos, p.message)
     const root = parsed.root
@@ -186,7 +188,7 @@ export function checkRouterConfig(
   }
   return {
     config,
-    errors: hideSubstituted(c.errors.sort(byPlace), text, env),
-    warnings: hideSubstituted(c.warnings.sort(byPlace), text, env),
+    errors: hideSubstituted(c.errors.sort(byPlace), substituted),
+    warnings: hideSubstituted(c.warnings.sort(byPlace), substituted),
   }
 }

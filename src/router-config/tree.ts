@@ -39,6 +39,8 @@ export interface ParsedTree {
   root: TNode | undefined
   errors: RawProblem[]
   warnings: RawProblem[]
+  /** Each value taken from the environment, with its variable's name. */
+  substituted?: Map<string, string>
 }
 
 const SPECIAL = new Set([
@@ -85,6 +87,8 @@ export function expandEnv(
   s: string,
   env: Record<string, string | undefined>,
   unset: (name: string) => void,
+  /** Told each value substituted, with its variable's name. */
+  used?: (name: string, value: string) => void,
 ): string {
   if (!s.includes('$')) return s
   let out = ''
@@ -97,6 +101,7 @@ export function expandEnv(
       else if (name !== '') {
         const value = env[name]
         if (value === undefined) unset(name)
+        else used?.(name, value)
         out += value ?? ''
       }
       j += w
@@ -134,6 +139,7 @@ function tagOf(node: Scalar, tags: Schema['tags']): string | undefined {
 export function parseTree(text: string, env: Record<string, string | undefined>): ParsedTree {
   const errors: RawProblem[] = []
   const warnings: RawProblem[] = []
+  const substituted = new Map<string, string>()
   const lines = new LineCounter()
   const docs = parseAllDocuments(text, {
     version: '1.1',
@@ -230,12 +236,16 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       if (node.tag === FLOAT_TAG && typeof value === 'string' && /^[-+]?[0-9][0-9_]*$/.test(value))
         value = Number(value.replaceAll('_', ''))
       if (typeof value === 'string') {
-        value = expandEnv(value, env, (name) =>
-          warnings.push({
-            path,
-            pos,
-            message: `environment variable ${name} is not set; it expands to an empty string`,
-          }),
+        value = expandEnv(
+          value,
+          env,
+          (name) =>
+            warnings.push({
+              path,
+              pos,
+              message: `environment variable ${name} is not set; it expands to an empty string`,
+            }),
+          (name, v) => substituted.set(v, name),
         )
       }
       const scalar =
@@ -256,7 +266,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   }
   try {
     const root = convert(doc.contents, '', { line: 1, column: 1 }, 0)
-    return { root, errors, warnings }
+    return { root, errors, warnings, substituted }
   } catch (err) {
     if (!(err instanceof ExpansionLimit)) throw err
     return { root: undefined, errors: [err.problem], warnings: [] }
