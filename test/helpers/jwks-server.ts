@@ -15,6 +15,8 @@ export interface JwksServer {
     location?: string
   }) => void
   setKeys: (keys: object[]) => void
+  /** Called with each request's number (from 1) as it arrives, before it is answered. */
+  onHit: (fn: (hit: number) => void) => void
   close: () => Promise<void>
 }
 
@@ -28,8 +30,10 @@ export async function startJwksServer(keys: object[] = []): Promise<JwksServer> 
     delayMs: 0,
     location: undefined as string | undefined,
   }
+  let onHit: (hit: number) => void = () => {}
   const server: Server = createServer((req, res) => {
     hits++
+    onHit(hits)
     const send = () => {
       const headers: Record<string, string> = { 'content-type': state.type }
       if (state.location) headers.location = state.location
@@ -53,6 +57,9 @@ export async function startJwksServer(keys: object[] = []): Promise<JwksServer> 
     hits: () => hits,
     respond: (r) => {
       state = { ...state, ...r }
+    },
+    onHit: (fn) => {
+      onHit = fn
     },
     setKeys: (k) => {
       state = { ...state, status: 200, type: 'application/json', body: JSON.stringify({ keys: k }) }
