@@ -91,11 +91,11 @@ function rejection(err: unknown, signerId: string, kid: string): JwtRejected {
     new JwtRejected(kind, reason, signerId, kid, error ? { error } : {})
   if (err instanceof errors.JWTExpired) return reject('expired', 'token expired')
   if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.reason === 'out_of_range') return reject('malformed', `${err.claim} out of range`)
     if (err.claim === 'aud') return reject('audience', 'audience mismatch')
     if (err.claim === 'iss') return reject('unknown_issuer', 'issuer mismatch')
     // Outside its time window like an expired token, but a new token would not help yet.
     if (err.claim === 'nbf') return reject('expired', 'token not yet valid (nbf)', 'invalid')
-    if (err.reason === 'out_of_range') return reject('malformed', `${err.claim} out of range`)
     if (err.claim === 'exp' && err.reason === 'missing')
       return reject('malformed', 'token has no exp claim')
     if (err.claim === 'iat' && err.reason === 'check_failed')
