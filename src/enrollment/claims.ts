@@ -60,7 +60,8 @@ function attributes(claims: JWTPayload, pointer: string | null): string[] {
   }
   for (const name of names) {
     refuseControlChars(name, pointer, 'attributes')
-    if (name.length > MAX_ATTRIBUTE_LENGTH) {
+    // Counted in code points, as the update's schema counts them.
+    if ([...name].length > MAX_ATTRIBUTE_LENGTH) {
       throw new ClaimsRefused(
         `claim ${pointer} (attributes) holds one over ${MAX_ATTRIBUTE_LENGTH} characters`,
       )

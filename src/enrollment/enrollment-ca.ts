@@ -46,7 +46,7 @@ function csrKeyRefusal(csr: x509.Pkcs10CertificateRequest): string | undefined {
       : `the CSR's EC key is on curve ${curve || 'unknown'}; P-256, P-384 or P-521 are needed`
   }
   if (type === 'ed25519' || type === 'ed448') return undefined
-  return `the CSR's key type ${type ?? 'unknown'} cannot be certified; use RSA, EC or Ed25519`
+  return `the CSR's key type ${type ?? 'unknown'} cannot be certified; use RSA, EC, Ed25519 or Ed448`
 }
 
 /** A CSR that cannot be signed: the reason is for the log and `cause.reason`. */

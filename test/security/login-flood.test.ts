@@ -121,7 +121,9 @@ describe('the client address behind a load balancer (CTRL_TRUST_PROXY)', () => {
   it('counts a forwarded value that is not an IP address by the connection, not as a bucket of its own', async () => {
     const s = await loginFixture('sqlite', { authRateLimit: 1, trustProxy: ['10.0.0.0/24'] })
     s.clock.advance(1000)
-    expect((await behind(s, 'not-an-address-1')).statusCode).toBe(200)
+    const first = await behind(s, 'not-an-address-1')
+    expect(first.statusCode).toBe(200)
+    expect(first.json().data.ipAddress).toBe('10.0.0.5') // the session records the peer too
     expect((await behind(s, 'not-an-address-2')).statusCode).toBe(429) // the balancer's 10.0.0.5
     expect((await behind(s, '192.0.2.1')).statusCode).toBe(200) // a real client has its own
   })

@@ -171,7 +171,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       const { session, token } = await sessions.open(
         identity,
         authenticatorId,
-        request.ip,
+        clientAddress(request) ?? request.ip,
         auditContext(request),
         endsAt,
       )
