@@ -27,11 +27,12 @@ describe('migrations', () => {
     db.close()
   })
 
-  it('opens a file database in WAL mode with foreign keys, creating its folder', () => {
+  it('opens a file database in WAL mode with foreign keys and a sync per commit, creating its folder', () => {
     const path = join(tempDir(), 'nested', 'dir', 'c.db')
     const db = openDatabase(path)
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal')
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
+    expect(db.pragma('synchronous', { simple: true })).toBe(2) // FULL: acknowledged is durable
     db.close()
   })
 
