@@ -115,6 +115,32 @@ export function isUnavailable(err: unknown): boolean {
   return /timeout|terminated|Connection terminated|not queryable|ended/i.test(err.message)
 }
 
+/** The public field of each foreign key a request can break (PostgreSQL's default names). */
+const REFERENCE_FIELDS: Record<string, string> = {
+  auth_policy_signers_signer_id_fkey: 'primary.extJwt.allowedSigners',
+  auth_policies_secondary_require_ext_jwt_signer_fkey: 'secondary.requireExtJwtSigner',
+  identities_auth_policy_id_fkey: 'authPolicyId',
+}
+
+/**
+ * A foreign key broken by two requests at once, on two instances or one: a write naming an
+ * entity that a concurrent DELETE removed (404, as when it was gone before), or a DELETE of an
+ * entity that a concurrent write came to reference (409, as when it was referenced before). The
+ * checks before the write saw neither; the database's keys keep the data whole.
+ */
+function referenceRace(err: Error): AppError {
+  const constraint = 'constraint' in err && typeof err.constraint === 'string' ? err.constraint : ''
+  const field = REFERENCE_FIELDS[constraint] ?? 'request'
+  if (/^update or delete on table/.test(err.message)) {
+    return new AppError('CAN_NOT_DELETE_REFERENCED_ENTITY', {
+      cause: { field, reason: 'another entity came to reference it meanwhile' },
+    })
+  }
+  return new AppError('NOT_FOUND', {
+    cause: { field, reason: 'the entity it names was deleted meanwhile' },
+  })
+}
+
 /**
  * Turns an unreachable database into a 503 and a data exception (SQLSTATE class 22: a NUL in
  * text, a value out of range, an invalid date-time) into a 400, both in the error envelope; other
@@ -123,6 +149,7 @@ export function isUnavailable(err: unknown): boolean {
 export function unavailable(err: unknown): unknown {
   if (err instanceof AppError) return err
   const code = err instanceof Error && 'code' in err ? err.code : undefined
+  if (code === '23503') return referenceRace(err as Error)
   if (typeof code === 'string' && code.startsWith('22')) {
     return new AppError('COULD_NOT_VALIDATE', {
       cause: {

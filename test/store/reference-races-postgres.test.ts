@@ -1,0 +1,111 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { AppError } from '../../src/errors.js'
+import type { AuthPolicyRecord, SignerRecord, Store } from '../../src/store/contract.js'
+import { identityRecord } from '../helpers/records.js'
+import { openTestStore, PG_URL } from '../helpers/stores.js'
+
+const now = new Date().toISOString()
+
+function policy(id: string, over: Partial<AuthPolicyRecord> = {}): AuthPolicyRecord {
+  return {
+    id,
+    name: id,
+    certAllowed: false,
+    updbAllowed: true,
+    updbMinPasswordLength: 12,
+    updbRequireSpecialChar: false,
+    updbRequireNumberChar: false,
+    updbRequireMixedCase: false,
+    updbMaxAttempts: 0,
+    updbLockoutDurationMinutes: 0,
+    extJwtAllowed: true,
+    allowedSigners: [],
+    requireExtJwtSigner: null,
+    tags: {},
+    createdAt: now,
+    updatedAt: now,
+    ...over,
+  }
+}
+
+function signer(id: string): SignerRecord {
+  return {
+    id,
+    name: id,
+    enabled: true,
+    issuer: `https://${id}.example`,
+    audience: 'ziti',
+    jwksEndpoint: 'http://127.0.0.1:1/jwks',
+    certPem: null,
+    kid: null,
+    claimsProperty: 'sub',
+    useExternalId: false,
+    externalAuthUrl: null,
+    clientId: null,
+    scopes: null,
+    targetToken: 'ACCESS',
+    enrollToTokenEnabled: false,
+    enrollToCertEnabled: false,
+    enrollNameClaimsSelector: '/sub',
+    enrollAttributeClaimsSelector: null,
+    enrollAuthPolicyId: 'default',
+    commonName: null,
+    fingerprint: null,
+    notBefore: null,
+    notAfter: null,
+    tags: {},
+    tokenRules: null,
+    createdAt: now,
+    updatedAt: now,
+  }
+}
+
+async function refusal(write: Promise<unknown>): Promise<AppError> {
+  const err = await write.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(AppError)
+  return err as AppError
+}
+
+let store: Store | undefined
+afterEach(async () => {
+  await store?.close()
+  store = undefined
+})
+
+// What two requests at once leave to the database's foreign keys: the service's checks before the
+// write saw the other request's entity still there (or not yet there). The write that loses is
+// answered as it would have been had it come second: 404 naming the field, or 409 for a DELETE.
+describe.runIf(PG_URL)('references broken by a concurrent write, on PostgreSQL', () => {
+  it('a write naming a deleted entity is 404 naming the field; deleting a referenced one is 409', async () => {
+    store = await openTestStore('postgres')
+    const repos = store.repos
+    const allowed = await refusal(repos.policies.insert(policy('p1', { allowedSigners: ['gone'] })))
+    expect(allowed).toMatchObject({
+      code: 'NOT_FOUND',
+      fieldCause: { field: 'primary.extJwt.allowedSigners' },
+    })
+    const secondary = await refusal(
+      repos.policies.insert(policy('p2', { requireExtJwtSigner: 'gone' })),
+    )
+    expect(secondary).toMatchObject({
+      code: 'NOT_FOUND',
+      fieldCause: { field: 'secondary.requireExtJwtSigner' },
+    })
+    const identity = await refusal(
+      repos.identities.insert({ ...identityRecord('alice'), authPolicyId: 'gone' }),
+    )
+    expect(identity).toMatchObject({ code: 'NOT_FOUND', fieldCause: { field: 'authPolicyId' } })
+
+    await repos.signers.insert(signer('s1'))
+    await repos.policies.insert(policy('p3', { allowedSigners: ['s1'] }))
+    const deleted = await refusal(repos.signers.delete('s1'))
+    expect(deleted).toMatchObject({
+      code: 'CAN_NOT_DELETE_REFERENCED_ENTITY',
+      fieldCause: { field: 'primary.extJwt.allowedSigners' },
+    })
+    expect(await repos.signers.get('s1')).toBeDefined() // nothing was deleted
+  })
+})
