@@ -1,3 +1,4 @@
+import { controlCharAt } from '../control-chars.js'
 import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/contract.js'
 import { hasWhitespace } from './challenge.js'
 import type { SignerKeys } from './signer-keys.js'
@@ -72,7 +73,12 @@ async function matchIdentity(
       kid,
     )
   }
-  const identity = await (signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value))
+  // No id or externalId holds a control character (requests refuse them; PostgreSQL cannot even
+  // compare a NUL): such a claim names no identity, and is not looked up.
+  const identity =
+    controlCharAt(value, '') >= 0
+      ? undefined
+      : await (signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value))
   if (!identity) {
     const what = signer.useExternalId ? 'externalId' : 'id'
     throw new JwtRejected('no_identity', `no identity with that ${what}`, signer.id, kid)

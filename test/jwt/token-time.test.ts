@@ -64,6 +64,14 @@ forEachStore(() => {
       expect(await s.tryLogin(await s.sign({ iat: now - 60 }))).toBe(200)
     })
 
+    it('refuses with 401 a claim holding a control character (PostgreSQL cannot even compare a NUL)', async () => {
+      const s = await setup()
+      for (const sub of ['a\u0000b', '\u0000', 'line\nbreak']) {
+        expect(await s.tryLogin(await s.sign({ sub })), JSON.stringify(sub)).toBe(401)
+      }
+      expect(await s.tryLogin(await s.sign())).toBe(200) // the identity itself still logs in
+    })
+
     it('drops a cached verification when the certificate signer’s certificate expires', async () => {
       const s = await setup()
       const now = Math.floor(s.clock().getTime() / 1000)
