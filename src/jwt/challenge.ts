@@ -38,14 +38,23 @@ export function bearerChallenge(
   error: ChallengeError,
   signers: Pick<SignerRecord, 'id' | 'issuer'>[],
 ): string {
-  return [
+  const head = [
     `Bearer realm="${realm}"`,
     `error="${error}"`,
     `error_description="${DESCRIPTIONS[error]}"`,
+  ]
+  const named = [
+    ...head,
     `id="${signers.map((s) => quote(s.id)).join('|')}"`,
     `issuer="${signers.map((s) => quote(s.issuer)).join('|')}"`,
   ].join(' ')
+  // Clients and balancers refuse a whole response whose headers pass 8 to 16 KB (Node's own client
+  // at 16 KB): past MAX_CHALLENGE, the signers are left out rather than listed in part.
+  return named.length <= MAX_CHALLENGE ? named : head.join(' ')
 }
+
+/** The longest challenge that names the signers (a few dozen of them). */
+export const MAX_CHALLENGE = 4096
 
 const MAX_BEARERS = 3
 // `Bearer <token>`, the scheme in any case, whitespace around allowed.

@@ -6,6 +6,7 @@ import {
   bearerChallenge,
   bearerTokens,
   hasWhitespace,
+  MAX_CHALLENGE,
   quote,
 } from '../../src/jwt/challenge.js'
 import { buildTestApp, caller, login } from '../helpers/app.js'
@@ -102,6 +103,22 @@ describe('quote', () => {
     ])
     expect(header).toMatch(VALID_HEADER)
     expect(values(header, 'issuer')).toEqual([value.replace('\ud800', '\ufffd')])
+  })
+
+  it('names the signers while the header stays small; past that, none (never a part)', () => {
+    const signers = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        id: `signer${i}`,
+        issuer: `https://idp-${i}.example.com/realms/x`,
+      }))
+    const few = bearerChallenge('openziti-primary-ext-jwt', 'invalid', signers(3))
+    expect(values(few, 'id')).toEqual(['signer0', 'signer1', 'signer2'])
+    const many = bearerChallenge('openziti-primary-ext-jwt', 'invalid', signers(1300))
+    expect(many.length).toBeLessThanOrEqual(MAX_CHALLENGE)
+    expect(many).toMatch(VALID_HEADER)
+    expect(many).toContain('error="invalid"')
+    expect(many).not.toContain('id=')
+    expect(many).not.toContain('issuer=')
   })
 
   it('leaves plain values as they are', () => {
