@@ -6,6 +6,26 @@ import type { StoreKind } from '../helpers/stores.js'
 const BASE = '/edge/management/v1/external-jwt-signers'
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 
+/** Creates `count` enabled signers with an externalAuthUrl, named `<prefix>-<i>`. */
+async function createListed(app: FastifyInstance, token: string, prefix: string, count: number) {
+  for (let i = 0; i < count; i++) {
+    const res = await app.inject({
+      method: 'POST',
+      url: BASE,
+      headers: { 'zt-session': token },
+      payload: {
+        name: `${prefix}-${i}`,
+        enabled: true,
+        issuer: `https://${prefix}-${i}.example`,
+        audience: 'ziti',
+        jwksEndpoint: `https://${prefix}-${i}.example/jwks`,
+        externalAuthUrl: `https://${prefix}-${i}.example/auth`,
+      },
+    })
+    expect(res.statusCode).toBe(201)
+  }
+}
+
 async function seeded(options: { storeKind?: StoreKind; keepOpen?: boolean } = {}) {
   const clock = testClock()
   const app = await buildTestApp({ clock, ...options })
@@ -290,22 +310,7 @@ forEachStore((kind) => {
 
     it('lists every listed signer without a limit (its empty meta tells of no other page); OpenZiti fields page by 10', async () => {
       const { app, token } = await seeded()
-      for (let i = 0; i < 14; i++) {
-        const res = await app.inject({
-          method: 'POST',
-          url: BASE,
-          headers: { 'zt-session': token },
-          payload: {
-            name: `idp-${i}`,
-            enabled: true,
-            issuer: `https://idp-${i}.example`,
-            audience: 'ziti',
-            jwksEndpoint: `https://idp-${i}.example/jwks`,
-            externalAuthUrl: `https://idp-${i}.example/auth`,
-          },
-        })
-        expect(res.statusCode).toBe(201)
-      }
+      await createListed(app, token, 'idp', 14)
       const names = async (url: string) => {
         const res = await app.inject({ method: 'GET', url })
         expect(res.statusCode).toBe(200)
@@ -326,21 +331,7 @@ forEachStore((kind) => {
 
       const openziti = await buildTestApp({ config: { clientSignerFields: 'openziti' } })
       const admin = await login(openziti)
-      for (let i = 0; i < 12; i++) {
-        await openziti.inject({
-          method: 'POST',
-          url: BASE,
-          headers: { 'zt-session': admin },
-          payload: {
-            name: `oz-${i}`,
-            enabled: true,
-            issuer: `https://oz-${i}.example`,
-            audience: 'ziti',
-            jwksEndpoint: `https://oz-${i}.example/jwks`,
-            externalAuthUrl: `https://oz-${i}.example/auth`,
-          },
-        })
-      }
+      await createListed(openziti, admin, 'oz', 12)
       const page = async (query: string) =>
         (await openziti.inject({ method: 'GET', url: `${CLIENT}${query}` })).json().data.length
       expect(await page('')).toBe(10)
