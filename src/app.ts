@@ -284,8 +284,7 @@ function createFastify(options: BuildAppOptions, lifecycle: Lifecycle, lane: Lan
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
   const answerClientError = clientErrorHandler(nextId, app.log)
-  // A request begun before closing would otherwise leave its connection open and idle, which Node
-  // no longer closes once the server stopped listening (the client's keep-alive time is waited).
+  // A request begun before closing closes its connection too: the listener set no header for it.
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (lifecycle.closing) reply.header('connection', 'close')
     done(null, payload)

@@ -1,5 +1,6 @@
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http'
 import { createServer as createHttpsServer, type ServerOptions } from 'node:https'
+import { Server as NetServer } from 'node:net'
 import type { FastifyServerFactory } from 'fastify'
 import type { Lane } from './routes/lanes.js'
 
@@ -22,7 +23,7 @@ export function serverWithLane(o: NodeServerOptions, lane: Lane): FastifyServerF
   return (handler) => {
     const listener: RequestListener = (req, res) => {
       // Set before any answer is written, so the lane's answers close the connection too; a
-      // response begun before closing ends its connection once idle (closeIdleConnections).
+      // response begun before closing gets it from the onSend hook (buildApp).
       if (o.closing()) res.setHeader('connection', 'close')
       if (!lane(req, res)) handler(req, res)
     }
@@ -34,4 +35,23 @@ export function serverWithLane(o: NodeServerOptions, lane: Lane): FastifyServerF
     server.requestTimeout = o.requestTimeoutMs
     return server
   }
+}
+
+/**
+ * Stops `server` accepting connections, and leaves the open ones be (Node's `server.close()` would
+ * close the idle ones at once, with any request already on its way to them); resolves when every
+ * connection has ended or after `graceMs`. Fastify's close then closes what is left idle.
+ */
+export function stopAccepting(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      server.off('close', done)
+      resolve()
+    }
+    const timer = setTimeout(done, graceMs)
+    server.once('close', done)
+    // net.Server's own close: the listening socket only, 'close' once no connection is left.
+    NetServer.prototype.close.call(server)
+  })
 }

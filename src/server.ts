@@ -9,6 +9,7 @@ import type { EnrollmentCa } from './enrollment/enrollment-ca.js'
 import { caughtMessage } from './errors.js'
 import { turnBuffered } from './logger.js'
 import type { MetricsListener } from './metrics/listener.js'
+import { stopAccepting } from './node-server.js'
 import { Lifecycle, shutdownInOrder } from './shutdown.js'
 import { isPostgresUrl } from './store/open-store.js'
 
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
     delayMs: config.shutdownDelayMs,
     timeoutMs: config.shutdownTimeoutMs,
     log: app.log,
+    stopAccepting: (graceMs) => stopAccepting(app.server, graceMs),
     close,
     forceClose: () => app.server.closeAllConnections(),
   })

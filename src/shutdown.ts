@@ -16,6 +16,17 @@ export class Lifecycle {
   }
 }
 
+/**
+ * After the listener stops, how long a connection still open may bring one more request (served,
+ * with `Connection: close`) before the idle ones are closed; shutdown goes on as soon as every
+ * connection has ended. A kept-alive client's next request may already be on its way when the
+ * listener stops: Node counts its connection idle until it has read the request, and closing the
+ * connection then resets the request (every busy keep-alive connection, under load). A client
+ * behind a layer-4 balancer, whose connection stays pinned to this instance through the delay,
+ * opens its next connection to another instance after this answer.
+ */
+export const CLOSE_GRACE_MS = 1_000
+
 export interface ShutdownOptions {
   lifecycle: Lifecycle
   /** How long readiness fails before the listener stops accepting (skipped on SIGINT). */
@@ -23,7 +34,12 @@ export interface ShutdownOptions {
   /** How long in-flight requests may take once the listener stopped, before their connections end. */
   timeoutMs: number
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
-  /** Stops accepting, closes idle connections, waits for in-flight requests, closes the store. */
+  /**
+   * Stops accepting and leaves open connections be; resolves when all of them ended or after
+   * `graceMs`, whichever comes first.
+   */
+  stopAccepting: (graceMs: number) => Promise<void>
+  /** Closes idle connections, waits for in-flight requests, closes the store. */
   close: () => Promise<void>
   /** Ends every connection still open (requests past the timeout). */
   forceClose: () => void
@@ -66,6 +82,7 @@ export function shutdownInOrder(o: ShutdownOptions): (signal: string) => Promise
         o.forceClose()
       }, o.timeoutMs)
       try {
+        await o.stopAccepting(Math.min(CLOSE_GRACE_MS, o.timeoutMs))
         await o.close()
       } finally {
         clearTimeout(timer)

@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { Agent, get } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -32,6 +33,38 @@ async function open(port: number) {
   socket.on('error', () => {})
   const closed = once(socket, 'close').then(() => true)
   return { socket, text: () => text, closed }
+}
+
+/**
+ * A client sending requests back to back on one kept-alive connection until an answer tells it to
+ * close the connection (it would then connect to another instance). Resolves with what went wrong
+ * on the way: nothing, when shutdown let every request it sent be answered.
+ */
+async function busyClient(base: string): Promise<{ answers: number; errors: string[] }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const errors: string[] = []
+  let answers = 0
+  try {
+    for (;;) {
+      const closed = await new Promise<boolean | undefined>((resolve) => {
+        const req = get(`${base}/edge/client/v1/external-jwt-signers`, { agent }, (res) => {
+          res.resume()
+          res.on('end', () => resolve(res.headers.connection === 'close'))
+        })
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          errors.push(
+            `${err.code ?? err.message}${req.reusedSocket ? ' on a kept-alive connection' : ''}`,
+          )
+          resolve(undefined)
+        })
+      })
+      if (closed === undefined) return { answers, errors }
+      answers++
+      if (closed) return { answers, errors }
+    }
+  } finally {
+    agent.destroy()
+  }
 }
 
 const loginBody = JSON.stringify({ username: 'admin', password: PASSWORD })
@@ -114,6 +147,29 @@ describe('shutdown in the order load balancers expect', () => {
       await once(again.child, 'exit')
     }
   })
+
+  for (const [signal, delay] of [
+    ['SIGTERM', '300ms'],
+    ['SIGINT', '1h'],
+  ] as const) {
+    it(`answers every request of busy kept-alive clients across a ${signal}, the last with Connection: close, and resets none`, async () => {
+      const s = await startServer({
+        CTRL_DB: ':memory:',
+        CTRL_ADMIN_PASSWORD: PASSWORD,
+        CTRL_SHUTDOWN_DELAY: delay,
+      })
+      const clients = Array.from({ length: 4 }, () => busyClient(s.base))
+      await new Promise((r) => setTimeout(r, 200))
+      s.child.kill(signal)
+      const results = await Promise.all(clients)
+      // Node counted each busy connection idle while its next request was unread, and closed it
+      // under that request: every client here saw ECONNRESET on its kept-alive connection.
+      expect(results.flatMap((r) => r.errors)).toEqual([])
+      for (const r of results) expect(r.answers).toBeGreaterThan(1)
+      const [code] = await once(s.child, 'exit')
+      expect(code).toBe(0)
+    })
+  }
 
   it('skips the delay on SIGINT (an operator pressing Ctrl-C) and exits 0', async () => {
     const s = await startServer({
