@@ -18,6 +18,13 @@ export function ruleProblems(facts: IntegrityFacts): string[] {
       )
     }
   }
+  for (const r of facts.signerEnrollPolicies) {
+    if (!policies.has(r.policyId)) {
+      problems.push(
+        `signer ${r.signerId} enrolls into auth policy ${r.policyId} (enrollAuthPolicyId), which does not exist`,
+      )
+    }
+  }
   if (!facts.identities.some((i) => i.isAdmin && !i.disabled)) {
     problems.push('no enabled admin identity: nobody can manage the controller')
   }

@@ -390,6 +390,8 @@ export interface IntegrityFacts {
   policyIds: string[]
   /** Every signer a policy names: in `primary.extJwt.allowedSigners` or as its secondary factor. */
   policySignerRefs: { policyId: string; field: string; signerId: string }[]
+  /** The policy each signer enrolls identities into. */
+  signerEnrollPolicies: { signerId: string; policyId: string }[]
   identities: {
     id: string
     authPolicyId: string

@@ -104,6 +104,7 @@ describe('the controller rules', () => {
     policySignerRefs: [
       { policyId: 'default', field: 'secondary.requireExtJwtSigner', signerId: 's1' },
     ],
+    signerEnrollPolicies: [{ signerId: 's1', policyId: 'default' }],
     identities: [
       { id: 'a', authPolicyId: 'default', externalId: 'x', isAdmin: true, disabled: false },
     ],
@@ -113,11 +114,12 @@ describe('the controller rules', () => {
     expect(ruleProblems(sound)).toEqual([])
   })
 
-  it('reports a missing policy, a missing signer, no enabled admin and a shared externalId', () => {
+  it('reports a missing policy, a missing signer, a missing enroll policy, no enabled admin and a shared externalId', () => {
     const problems = ruleProblems({
       signerIds: [],
       policyIds: ['default'],
       policySignerRefs: sound.policySignerRefs,
+      signerEnrollPolicies: [{ signerId: 's2', policyId: 'gone' }],
       identities: [
         { id: 'a', authPolicyId: 'gone', externalId: 'x', isAdmin: true, disabled: true },
         { id: 'b', authPolicyId: 'default', externalId: 'x', isAdmin: false, disabled: false },
@@ -126,6 +128,7 @@ describe('the controller rules', () => {
     expect(problems).toEqual([
       'identity a uses auth policy gone, which does not exist',
       'auth policy default names signer s1 in secondary.requireExtJwtSigner, which does not exist',
+      'signer s2 enrolls into auth policy gone (enrollAuthPolicyId), which does not exist',
       'no enabled admin identity: nobody can manage the controller',
       'externalId "x" is held by identities a, b',
     ])

@@ -28,7 +28,7 @@ function policy(id: string, over: Partial<AuthPolicyRecord> = {}): AuthPolicyRec
   }
 }
 
-function signer(id: string): SignerRecord {
+function signer(id: string, enrollAuthPolicyId = 'default'): SignerRecord {
   return {
     id,
     name: id,
@@ -48,7 +48,7 @@ function signer(id: string): SignerRecord {
     enrollToCertEnabled: false,
     enrollNameClaimsSelector: '/sub',
     enrollAttributeClaimsSelector: null,
-    enrollAuthPolicyId: 'default',
+    enrollAuthPolicyId,
     commonName: null,
     fingerprint: null,
     notBefore: null,
@@ -107,5 +107,35 @@ describe.runIf(PG_URL)('references broken by a concurrent write, on PostgreSQL',
       fieldCause: { field: 'primary.extJwt.allowedSigners' },
     })
     expect(await repos.signers.get('s1')).toBeDefined() // nothing was deleted
+  })
+
+  it('a signer enrolling into a deleted policy is 404 naming enrollAuthPolicyId; deleting a policy a signer enrolls into is 409', async () => {
+    store = await openTestStore('postgres')
+    const repos = store.repos
+    const created = await refusal(repos.signers.insert(signer('s1', 'gone')))
+    expect(created).toMatchObject({
+      code: 'NOT_FOUND',
+      fieldCause: { field: 'enrollAuthPolicyId' },
+    })
+    expect(await repos.signers.get('s1')).toBeUndefined()
+
+    await repos.policies.insert(policy('enroll-here'))
+    await repos.signers.insert(signer('s2', 'enroll-here'))
+    const deleted = await refusal(repos.policies.delete('enroll-here'))
+    expect(deleted).toMatchObject({
+      code: 'CAN_NOT_DELETE_REFERENCED_ENTITY',
+      fieldCause: { field: 'enrollAuthPolicyId' },
+    })
+    expect(await repos.policies.get('enroll-here')).toBeDefined()
+
+    // Checked at the commit: one unit of work may name a policy it inserts after the signer (as
+    // copy-to-postgres does), or replace a policy signers enroll into.
+    await store.transaction(async (tx) => {
+      await tx.signers.insert(signer('s3', 'later'))
+      await tx.policies.insert(policy('later', { allowedSigners: ['s3'] }))
+      await tx.policies.delete('enroll-here')
+      await tx.policies.insert(policy('enroll-here'))
+    })
+    expect((await repos.signers.get('s3'))?.enrollAuthPolicyId).toBe('later')
   })
 })

@@ -120,6 +120,7 @@ const REFERENCE_FIELDS: Record<string, string> = {
   auth_policy_signers_signer_id_fkey: 'primary.extJwt.allowedSigners',
   auth_policies_secondary_require_ext_jwt_signer_fkey: 'secondary.requireExtJwtSigner',
   identities_auth_policy_id_fkey: 'authPolicyId',
+  signers_enroll_auth_policy_id_fkey: 'enrollAuthPolicyId',
 }
 
 /**

@@ -31,6 +31,9 @@ export async function pgIntegrityFacts(db: Queryable): Promise<IntegrityFacts> {
        SELECT id, 'secondary.requireExtJwtSigner', secondary_require_ext_jwt_signer
          FROM auth_policies WHERE secondary_require_ext_jwt_signer IS NOT NULL`,
     )
+    const enroll = await db.query<{ signerId: string; policyId: string }>(
+      'SELECT id AS "signerId", enroll_auth_policy_id AS "policyId" FROM signers',
+    )
     const identities = await db.query<IdentityFactRow>(
       'SELECT id, auth_policy_id, external_id, is_admin, disabled FROM identities',
     )
@@ -38,6 +41,7 @@ export async function pgIntegrityFacts(db: Queryable): Promise<IntegrityFacts> {
       signerIds: await ids('SELECT id FROM signers'),
       policyIds: await ids('SELECT id FROM auth_policies'),
       policySignerRefs: refs.rows,
+      signerEnrollPolicies: enroll.rows,
       identities: identities.rows.map((r) => ({
         id: r.id,
         authPolicyId: r.auth_policy_id,

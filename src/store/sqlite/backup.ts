@@ -117,6 +117,11 @@ export function integrityFacts(db: Db): IntegrityFacts {
     signerIds: ids('SELECT id FROM signers'),
     policyIds: ids('SELECT id FROM auth_policies'),
     policySignerRefs: refs,
+    signerEnrollPolicies: db
+      .prepare<[], { signerId: string; policyId: string }>(
+        'SELECT id AS signerId, enroll_auth_policy_id AS policyId FROM signers',
+      )
+      .all(),
     identities,
   }
 }
