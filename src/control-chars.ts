@@ -10,3 +10,14 @@ export function controlCharAt(text: string, allowed = '\t'): number {
   }
   return -1
 }
+
+const LONE_SURROGATE = /\p{Surrogate}/u
+
+/**
+ * Whether `text` holds a lone UTF-16 surrogate (only a JSON `\uD800` escape makes one): no store
+ * keeps it (UTF-8 has no such character; both stores write U+FFFD instead), so a value holding one
+ * would not be the value stored, or would match a stored value it is not.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text)
+}

@@ -1,5 +1,5 @@
 import type { JWTPayload } from 'jose'
-import { controlCharAt } from '../control-chars.js'
+import { controlCharAt, hasLoneSurrogate } from '../control-chars.js'
 import { claimValue } from '../jwt/verify.js'
 import type { SignerRecord } from '../store/contract.js'
 
@@ -24,14 +24,20 @@ function nonEmpty(claims: JWTPayload, pointer: string, what: string, max: number
   if (value.length > max) {
     throw new ClaimsRefused(`claim ${pointer} (${what}) is over ${max} characters`)
   }
-  refuseControlChars(value, pointer, what)
+  refuseUnstorableChars(value, pointer, what)
   return value
 }
 
-/** A control character is refused here as in every request body (issue 29): it garbles listings. */
-function refuseControlChars(value: string, pointer: string, what: string): void {
+/**
+ * A control character is refused here as in every request body (issue 29): it garbles listings;
+ * so is a lone surrogate, which no store keeps as it is.
+ */
+function refuseUnstorableChars(value: string, pointer: string, what: string): void {
   if (controlCharAt(value) >= 0) {
     throw new ClaimsRefused(`claim ${pointer} (${what}) holds a control character`)
+  }
+  if (hasLoneSurrogate(value)) {
+    throw new ClaimsRefused(`claim ${pointer} (${what}) holds a lone UTF-16 surrogate`)
   }
 }
 
@@ -59,7 +65,7 @@ function attributes(claims: JWTPayload, pointer: string | null): string[] {
     )
   }
   for (const name of names) {
-    refuseControlChars(name, pointer, 'attributes')
+    refuseUnstorableChars(name, pointer, 'attributes')
     // Counted in code points, as the update's schema counts them.
     if ([...name].length > MAX_ATTRIBUTE_LENGTH) {
       throw new ClaimsRefused(

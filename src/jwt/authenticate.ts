@@ -1,4 +1,4 @@
-import { controlCharAt } from '../control-chars.js'
+import { controlCharAt, hasLoneSurrogate } from '../control-chars.js'
 import type { AuthPolicyRecord, IdentityRecord, SignerRecord } from '../store/contract.js'
 import { hasWhitespace } from './challenge.js'
 import type { SignerKeys } from './signer-keys.js'
@@ -73,10 +73,12 @@ async function matchIdentity(
       kid,
     )
   }
-  // No id or externalId holds a control character (requests refuse them; PostgreSQL cannot even
-  // compare a NUL): such a claim names no identity, and is not looked up.
+  // No id or externalId holds a control character or a lone surrogate (requests refuse them;
+  // PostgreSQL cannot even compare a NUL, and both stores would compare a lone surrogate as
+  // U+FFFD, matching an identity the claim does not name): such a claim names no identity, and is
+  // not looked up.
   const identity =
-    controlCharAt(value, '') >= 0
+    controlCharAt(value, '') >= 0 || hasLoneSurrogate(value)
       ? undefined
       : await (signer.useExternalId ? lookup.byExternalId(value) : lookup.byId(value))
   if (!identity) {

@@ -50,7 +50,7 @@ async function setup() {
         headers: { authorization: `Bearer ${jwt}` },
       })
     ).statusCode
-  return { clock, sign, tryLogin }
+  return { clock, sign, tryLogin, call, signerId: signer.json().data.id as string }
 }
 
 forEachStore(() => {
@@ -70,6 +70,26 @@ forEachStore(() => {
         expect(await s.tryLogin(await s.sign({ sub })), JSON.stringify(sub)).toBe(401)
       }
       expect(await s.tryLogin(await s.sign())).toBe(200) // the identity itself still logs in
+    })
+
+    it('refuses with 401 a claim holding a lone surrogate, which both stores would compare as U+FFFD', async () => {
+      const s = await setup()
+      const patched = await s.call(
+        'PATCH',
+        `/edge/management/v1/external-jwt-signers/${s.signerId}`,
+        {
+          useExternalId: true,
+        },
+      )
+      expect(patched.statusCode).toBe(200)
+      const bob = await s.call('POST', '/edge/management/v1/identities', {
+        name: 'bob',
+        externalId: 'x\ufffdy',
+      })
+      expect(bob.statusCode).toBe(201)
+      expect(await s.tryLogin(await s.sign({ sub: 'x\ud800y' }))).toBe(401)
+      expect(await s.tryLogin(await s.sign({ sub: 'x\udfffy' }))).toBe(401)
+      expect(await s.tryLogin(await s.sign({ sub: 'x\ufffdy' }))).toBe(200)
     })
 
     it('drops a cached verification when the certificate signer’s certificate expires', async () => {

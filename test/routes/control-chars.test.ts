@@ -107,6 +107,39 @@ forEachStore(() => {
       ).not.toContain('a\u0000b')
     })
 
+    it('answers 400 naming the field to a lone surrogate in a body string or member name, which no store keeps as sent', async () => {
+      const { call } = await setup()
+      const lone = 'a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape) is not allowed'
+      for (const [url, body, field] of [
+        [
+          SIGNERS,
+          {
+            name: 'corp\ud800',
+            enabled: true,
+            issuer: 'https://x.example',
+            audience: 'ziti',
+            jwksEndpoint: 'https://x.example/jwks',
+          },
+          'name',
+        ],
+        [IDENTITIES, { name: 'bob', externalId: 'x\udc00y' }, 'externalId'],
+        [IDENTITIES, { name: 'bob', tags: { 'k\ud83d': 'v' } }, 'tags.k\ud83d'],
+        [IDENTITIES, { name: 'bob', roleAttributes: ['ok', '\udfff'] }, 'roleAttributes[1]'],
+      ] as const) {
+        const res = await call('POST', url, body)
+        expectCode(res, 'COULD_NOT_VALIDATE', field)
+        expect(res.json().error.cause.reason).toBe(lone)
+      }
+      // A pair is one character; an escaped backslash before "ud800" is no escape of a surrogate.
+      const pair = await call('POST', IDENTITIES, {
+        name: 'smile \ud83d\ude00',
+        externalId: '\\ud800',
+      })
+      expect(pair.statusCode).toBe(201)
+      const stored = (await call('GET', `${IDENTITIES}/${pair.json().data.id}`)).json().data
+      expect(stored).toMatchObject({ name: 'smile \u{1F600}', externalId: '\\ud800' })
+    })
+
     it('never answers 500 to a NUL in a path parameter', async () => {
       const { call } = await setup()
       for (const url of [`${IDENTITIES}/a%00b`, `${SIGNERS}/a%00b`, `${SIGNERS}/a%00b/keys`]) {
