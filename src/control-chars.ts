@@ -15,8 +15,9 @@ const LONE_SURROGATE = /\p{Surrogate}/u
 
 /**
  * Whether `text` holds a lone UTF-16 surrogate (only a JSON `\uD800` escape makes one): no store
- * keeps it (UTF-8 has no such character; both stores write U+FFFD instead), so a value holding one
- * would not be the value stored, or would match a stored value it is not.
+ * keeps it (UTF-8 has no such character). PostgreSQL stores and compares it as U+FFFD, so a value
+ * holding one would match a stored value it is not; SQLite stores bytes that are not UTF-8 and
+ * reads them back as three U+FFFD, so the value stored is not the one sent.
  */
 export function hasLoneSurrogate(text: string): boolean {
   return LONE_SURROGATE.test(text)

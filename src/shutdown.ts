@@ -31,7 +31,10 @@ export interface ShutdownOptions {
   lifecycle: Lifecycle
   /** How long readiness fails before the listener stops accepting (skipped on SIGINT). */
   delayMs: number
-  /** How long in-flight requests may take once the listener stopped, before their connections end. */
+  /**
+   * How long in-flight requests may take once the listener stopped and its grace (CLOSE_GRACE_MS)
+   * is over, before their connections end.
+   */
   timeoutMs: number
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
   /**
@@ -77,12 +80,12 @@ export function shutdownInOrder(o: ShutdownOptions): (signal: string) => Promise
       }
       o.lifecycle.phase = 'closing'
       o.log.info({ ms: Date.now() - started }, 'shutting down: no longer accepting connections')
+      await o.stopAccepting(CLOSE_GRACE_MS)
       const timer = setTimeout(() => {
         o.log.warn({ timeoutMs: o.timeoutMs }, 'requests still running at the shutdown timeout')
         o.forceClose()
       }, o.timeoutMs)
       try {
-        await o.stopAccepting(Math.min(CLOSE_GRACE_MS, o.timeoutMs))
         await o.close()
       } finally {
         clearTimeout(timer)

@@ -74,9 +74,8 @@ async function matchIdentity(
     )
   }
   // No id or externalId holds a control character or a lone surrogate (requests refuse them;
-  // PostgreSQL cannot even compare a NUL, and both stores would compare a lone surrogate as
-  // U+FFFD, matching an identity the claim does not name): such a claim names no identity, and is
-  // not looked up.
+  // PostgreSQL cannot even compare a NUL, and compares a lone surrogate as U+FFFD, matching an
+  // identity the claim does not name): such a claim names no identity, and is not looked up.
   const identity =
     controlCharAt(value, '') >= 0 || hasLoneSurrogate(value)
       ? undefined

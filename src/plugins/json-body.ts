@@ -62,7 +62,7 @@ function badStringField(
  * JSON bodies, where an empty body reads as "no body": login accepts a bare POST with a bearer
  * token. A string with a control character (a NUL, an escape sequence) or a lone surrogate is
  * refused with 400 naming the field: no stored name or user name needs one, PostgreSQL cannot
- * store a NUL, and neither store can keep a lone surrogate as sent.
+ * store a NUL, and neither store keeps a lone surrogate as sent (see hasLoneSurrogate).
  */
 export const jsonBody = fp(
   async (app) => {

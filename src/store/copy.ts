@@ -28,6 +28,16 @@ export async function copyStore(from: Store, to: Store): Promise<CopyCounts> {
   const hashes = new Map<string, string | null>()
   for (const i of identities) hashes.set(i.id, await from.repos.identities.passwordHash(i.id))
   const sessions = await from.repos.sessions.all()
+  // The target's foreign key (PostgreSQL, migration 014) would refuse it at commit, naming nothing.
+  const policyIds = new Set(policies.map((p) => p.id))
+  for (const s of signers) {
+    if (!policyIds.has(s.enrollAuthPolicyId)) {
+      throw new Error(
+        `signer ${s.id} enrolls into auth policy ${s.enrollAuthPolicyId} (enrollAuthPolicyId), ` +
+          'which does not exist; give it a policy that exists, then copy again',
+      )
+    }
+  }
   await to.transaction(async (tx) => {
     const existing = await tx.identities.list({ ...EVERYTHING, limit: 1 })
     const existingSigners = await tx.signers.list({ ...EVERYTHING, limit: 1 })

@@ -3,6 +3,8 @@ import { copyFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
+import { readMigrations } from '../../src/store/migrations.js'
+import { migrate } from '../../src/store/sqlite/migrate.js'
 import { buildTestApp, caller, login } from '../helpers/app.js'
 import { M, plantMissingSigner, signerInPolicy, tempDir } from './fixtures.js'
 
@@ -113,6 +115,20 @@ describe('ctrl-db check', () => {
     expect(res.stdout).toContain(
       `auth policy ${policyId} names signer ${signerId} in primary.extJwt.allowedSigners, which does not exist`,
     )
+  })
+
+  it('checks a snapshot from before the JWT enrollment migration (007) as it is', async () => {
+    const file = join(tempDir(), 'old.db')
+    const db = new Database(file)
+    migrate(db, undefined, readMigrations().slice(0, 6))
+    db.prepare(
+      `INSERT INTO identities (id, name, is_admin, created_at, updated_at)
+       VALUES ('a', 'admin', 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`,
+    ).run()
+    db.close()
+    const res = await ctrlDb(['check', file])
+    expect(res.code, res.stdout + res.stderr).toBe(0)
+    expect(res.stdout).toContain(': ok')
   })
 
   it('exits 1 for a file that is not a database, and 2 for one that does not exist', async () => {

@@ -78,6 +78,8 @@ describe('shutdown in the order load balancers expect', () => {
       CTRL_DB: join(dir, 'order.db'),
       CTRL_ADMIN_PASSWORD: PASSWORD,
       CTRL_SHUTDOWN_DELAY: '1s',
+      // Counted from the end of the grace: an idle connection is no running request.
+      CTRL_SHUTDOWN_TIMEOUT: '300ms',
     })
     const idle = await open(portOf(s))
     idle.socket.write(`GET /version HTTP/1.1\r\nHost: ${new URL(s.base).host}\r\n\r\n`)
@@ -116,6 +118,7 @@ describe('shutdown in the order load balancers expect', () => {
     const at = steps.map((step) => out.indexOf(step))
     expect(at.every((i) => i >= 0)).toBe(true)
     expect([...at].sort((a, b) => a - b)).toEqual(at)
+    expect(out).not.toContain('requests still running')
   })
 
   it('serves a request still arriving on a kept-alive connection while closing, with Connection: close, and keeps its login', async () => {

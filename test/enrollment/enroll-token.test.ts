@@ -48,7 +48,7 @@ forEachStore(() => {
       ])
     })
 
-    it('takes attributes from a string claim, none from an absent one, and refuses other types, control characters and more or longer attributes than an update may send', async () => {
+    it('takes attributes from a string claim, none from an absent one, and refuses other types, control characters, lone surrogates and more or longer attributes than an update may send', async () => {
       const app = await buildTestApp()
       const { manage } = await enrollmentSigner(app, provider)
       expect((await enroll(app, [await token('bob')])).statusCode).toBe(200)
@@ -61,7 +61,17 @@ forEachStore(() => {
       expect(attrs('carol')).toEqual([])
       expect(attrs('jack')).toHaveLength(100)
 
-      for (const user of ['dave', 'erin', 'nameless', 'frank', 'gina', 'hank', 'ivy']) {
+      for (const user of [
+        'dave',
+        'erin',
+        'nameless',
+        'frank',
+        'gina',
+        'hank',
+        'ivy',
+        'kim',
+        'liz',
+      ]) {
         const res = await enroll(app, [await token(user)])
         expect(res.statusCode, user).toBe(400)
         expect(res.json().error.code).toBe('INVALID_ENROLLMENT_TOKEN')

@@ -18,6 +18,9 @@ export const USERS: Record<string, Record<string, unknown>> = {
   hank: { preferred_username: 'hank', groups: Array.from({ length: 101 }, (_, i) => `g${i}`) },
   ivy: { preferred_username: 'ivy', groups: ['eng', 'x'.repeat(256)] },
   jack: { preferred_username: 'jack', groups: Array.from({ length: 100 }, (_, i) => `g${i}`) },
+  // Lone surrogates (escaped in the token's JSON), which no store keeps as they are.
+  kim: { preferred_username: 'ki\ud800m' },
+  liz: { preferred_username: 'liz', groups: ['eng', '\udc00'] },
 }
 
 /** An admin session and a signer for the provider with token enrollment on (or as `fields` say). */

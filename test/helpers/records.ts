@@ -1,4 +1,11 @@
-import type { IdentityRecord, LoginRecord, SessionRecord, Store } from '../../src/store/contract.js'
+import type {
+  AuthPolicyRecord,
+  IdentityRecord,
+  LoginRecord,
+  SessionRecord,
+  SignerRecord,
+  Store,
+} from '../../src/store/contract.js'
 
 /** A stored identity as the store tests insert it: enabled, under the default policy. */
 export function identityRecord(id: string, now = new Date().toISOString()): IdentityRecord {
@@ -77,3 +84,67 @@ export function loginRecord(session: SessionRecord): LoginRecord {
 /** The logins of an identity's sessions numbered `ns` (see `nthSession`). */
 export const logins = (identityId: string, ns: number[]): LoginRecord[] =>
   ns.map((n) => loginRecord(nthSession(identityId, n)))
+
+/** A stored auth policy as the store tests insert it: password and JWT login, no lockout. */
+export function policyRecord(
+  id: string,
+  over: Partial<AuthPolicyRecord> = {},
+  now = new Date().toISOString(),
+): AuthPolicyRecord {
+  return {
+    id,
+    name: id,
+    certAllowed: false,
+    updbAllowed: true,
+    updbMinPasswordLength: 12,
+    updbRequireSpecialChar: false,
+    updbRequireNumberChar: false,
+    updbRequireMixedCase: false,
+    updbMaxAttempts: 0,
+    updbLockoutDurationMinutes: 0,
+    extJwtAllowed: true,
+    allowedSigners: [],
+    requireExtJwtSigner: null,
+    tags: {},
+    createdAt: now,
+    updatedAt: now,
+    ...over,
+  }
+}
+
+/** A stored JWKS signer as the store tests insert it, enabled, enrolling into `enrollAuthPolicyId`. */
+export function signerRecord(
+  id: string,
+  enrollAuthPolicyId = 'default',
+  now = new Date().toISOString(),
+): SignerRecord {
+  return {
+    id,
+    name: id,
+    enabled: true,
+    issuer: `https://${id}.example`,
+    audience: 'ziti',
+    jwksEndpoint: 'http://127.0.0.1:1/jwks',
+    certPem: null,
+    kid: null,
+    claimsProperty: 'sub',
+    useExternalId: false,
+    externalAuthUrl: null,
+    clientId: null,
+    scopes: null,
+    targetToken: 'ACCESS',
+    enrollToTokenEnabled: false,
+    enrollToCertEnabled: false,
+    enrollNameClaimsSelector: '/sub',
+    enrollAttributeClaimsSelector: null,
+    enrollAuthPolicyId,
+    commonName: null,
+    fingerprint: null,
+    notBefore: null,
+    notAfter: null,
+    tags: {},
+    tokenRules: null,
+    createdAt: now,
+    updatedAt: now,
+  }
+}

@@ -72,7 +72,7 @@ forEachStore(() => {
       expect(await s.tryLogin(await s.sign())).toBe(200) // the identity itself still logs in
     })
 
-    it('refuses with 401 a claim holding a lone surrogate, which both stores would compare as U+FFFD', async () => {
+    it('refuses with 401 a claim holding a lone surrogate (PostgreSQL compared it as U+FFFD, matching another identity)', async () => {
       const s = await setup()
       const patched = await s.call(
         'PATCH',

@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import { copyStore } from '../../src/store/copy.js'
 import { ADMIN_PASSWORD, buildTestApp, caller, login } from '../helpers/app.js'
 import { makeCert } from '../helpers/certs.js'
-import { createTestDatabase, PG_URL } from '../helpers/stores.js'
+import { policyRecord, signerRecord } from '../helpers/records.js'
+import { createTestDatabase, openTestStore, PG_URL } from '../helpers/stores.js'
 
 const root = new URL('../../', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-copy-'))
@@ -85,6 +87,34 @@ describe.skipIf(!PG_URL)('npm run copy-to-postgres', () => {
     await expect(run([file, url.toString()])).rejects.toMatchObject({ code: 1 })
     expect((await same('GET', `${M}/identities`)).json().meta.pagination.totalCount).toBe(2)
   }, 60_000)
+
+  it('copies a signer enrolling into a policy inserted after it, and refuses one whose policy is gone, naming it', async () => {
+    const from = await openTestStore('sqlite')
+    const to = await openTestStore('postgres')
+    try {
+      await from.repos.policies.insert(policyRecord('enroll-here'))
+      await from.repos.signers.insert(signerRecord('s1', 'enroll-here'))
+      // Signers are copied before policies: the key is checked at commit.
+      expect(await copyStore(from, to)).toMatchObject({ signers: 1, policies: 2 })
+      expect((await to.repos.signers.get('s1'))?.enrollAuthPolicyId).toBe('enroll-here')
+
+      const dangling = await openTestStore('sqlite')
+      const empty = await openTestStore('postgres') // this file's database again, emptied
+      try {
+        await dangling.repos.signers.insert(signerRecord('s2', 'gone')) // as a race left it
+        await expect(copyStore(dangling, empty)).rejects.toThrow(
+          'signer s2 enrolls into auth policy gone (enrollAuthPolicyId), which does not exist',
+        )
+        expect(await empty.repos.signers.get('s2')).toBeUndefined()
+      } finally {
+        await dangling.close()
+        await empty.close()
+      }
+    } finally {
+      await from.close()
+      await to.close()
+    }
+  })
 
   it('refuses wrong arguments with its usage', async () => {
     await expect(run(['only-one'])).rejects.toMatchObject({ code: 2 })

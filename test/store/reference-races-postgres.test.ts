@@ -1,64 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
-import type { AuthPolicyRecord, SignerRecord, Store } from '../../src/store/contract.js'
-import { identityRecord } from '../helpers/records.js'
+import type { Store } from '../../src/store/contract.js'
+import {
+  identityRecord,
+  policyRecord as policy,
+  signerRecord as signer,
+} from '../helpers/records.js'
 import { openTestStore, PG_URL } from '../helpers/stores.js'
-
-const now = new Date().toISOString()
-
-function policy(id: string, over: Partial<AuthPolicyRecord> = {}): AuthPolicyRecord {
-  return {
-    id,
-    name: id,
-    certAllowed: false,
-    updbAllowed: true,
-    updbMinPasswordLength: 12,
-    updbRequireSpecialChar: false,
-    updbRequireNumberChar: false,
-    updbRequireMixedCase: false,
-    updbMaxAttempts: 0,
-    updbLockoutDurationMinutes: 0,
-    extJwtAllowed: true,
-    allowedSigners: [],
-    requireExtJwtSigner: null,
-    tags: {},
-    createdAt: now,
-    updatedAt: now,
-    ...over,
-  }
-}
-
-function signer(id: string, enrollAuthPolicyId = 'default'): SignerRecord {
-  return {
-    id,
-    name: id,
-    enabled: true,
-    issuer: `https://${id}.example`,
-    audience: 'ziti',
-    jwksEndpoint: 'http://127.0.0.1:1/jwks',
-    certPem: null,
-    kid: null,
-    claimsProperty: 'sub',
-    useExternalId: false,
-    externalAuthUrl: null,
-    clientId: null,
-    scopes: null,
-    targetToken: 'ACCESS',
-    enrollToTokenEnabled: false,
-    enrollToCertEnabled: false,
-    enrollNameClaimsSelector: '/sub',
-    enrollAttributeClaimsSelector: null,
-    enrollAuthPolicyId,
-    commonName: null,
-    fingerprint: null,
-    notBefore: null,
-    notAfter: null,
-    tags: {},
-    tokenRules: null,
-    createdAt: now,
-    updatedAt: now,
-  }
-}
 
 async function refusal(write: Promise<unknown>): Promise<AppError> {
   const err = await write.then(

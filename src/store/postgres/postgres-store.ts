@@ -176,8 +176,28 @@ export class PgStore implements Store {
     return []
   }
 
-  integrityFacts(): Promise<IntegrityFacts> {
-    return pgIntegrityFacts(this.pool)
+  /** Read in one snapshot: a change between two reads cannot look like a broken reference. */
+  async integrityFacts(): Promise<IntegrityFacts> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (err) {
+      throw mapPgError(err)
+    }
+    let broken = false
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      const facts = await pgIntegrityFacts(client)
+      await client.query('COMMIT')
+      return facts
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true
+      })
+      throw mapPgError(err)
+    } finally {
+      client.release(broken)
+    }
   }
 
   async close(): Promise<void> {

@@ -117,11 +117,21 @@ export function integrityFacts(db: Db): IntegrityFacts {
     signerIds: ids('SELECT id FROM signers'),
     policyIds: ids('SELECT id FROM auth_policies'),
     policySignerRefs: refs,
-    signerEnrollPolicies: db
-      .prepare<[], { signerId: string; policyId: string }>(
-        'SELECT id AS signerId, enroll_auth_policy_id AS policyId FROM signers',
-      )
-      .all(),
+    signerEnrollPolicies: hasColumn(db, 'signers', 'enroll_auth_policy_id')
+      ? db
+          .prepare<[], { signerId: string; policyId: string }>(
+            'SELECT id AS signerId, enroll_auth_policy_id AS policyId FROM signers',
+          )
+          .all()
+      : [], // a file from before migration 007 (ctrl-db check reads it as it is): no such policy
     identities,
   }
+}
+
+/** Whether `table` has `column` (a snapshot checked as it is may be from an older schema). */
+function hasColumn(db: Db, table: string, column: string): boolean {
+  return db
+    .prepare<[], { name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
+    .all()
+    .some((c) => c.name === column)
 }
