@@ -121,18 +121,7 @@ export class PgStore implements Store {
   }
 
   async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient
-    try {
-      client = await this.pool.connect()
-    } catch (err) {
-      throw mapPgError(err)
-    }
-    let broken = false
-    // Pipelined with the unit of work's first statement: no round trip of its own. Only a lost
-    // connection fails a BEGIN, and then every statement written behind it fails too.
-    const begun = client.query('BEGIN')
-    begun.catch(() => {}) // awaited below, after the work that was written behind it
-    try {
+    return this.onClient('BEGIN', async (client) => {
       const notices: string[] = []
       const tx: UnitOfWork = {
         ...repositories(client),
@@ -141,9 +130,33 @@ export class PgStore implements Store {
           notices.push(this.listener.payload(change))
         },
       }
-      const result = await work(tx)
+      return { result: await work(tx), commit: commitWith(notices) }
+    })
+  }
+
+  /**
+   * Runs `work` on one pooled connection between `begin` and the COMMIT it returns, and rolls
+   * back on any error. The BEGIN is pipelined with the work's first statement: no round trip of
+   * its own. Only a lost connection fails a BEGIN, and then every statement written behind it
+   * fails too.
+   */
+  private async onClient<T>(
+    begin: string,
+    work: (client: pg.PoolClient) => Promise<{ result: T; commit: string }>,
+  ): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (err) {
+      throw mapPgError(err)
+    }
+    let broken = false
+    const begun = client.query(begin)
+    begun.catch(() => {}) // awaited below, after the work that was written behind it
+    try {
+      const { result, commit } = await work(client)
       await begun
-      await client.query(commitWith(notices))
+      await client.query(commit)
       return result
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {
@@ -177,27 +190,11 @@ export class PgStore implements Store {
   }
 
   /** Read in one snapshot: a change between two reads cannot look like a broken reference. */
-  async integrityFacts(): Promise<IntegrityFacts> {
-    let client: pg.PoolClient
-    try {
-      client = await this.pool.connect()
-    } catch (err) {
-      throw mapPgError(err)
-    }
-    let broken = false
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-      const facts = await pgIntegrityFacts(client)
-      await client.query('COMMIT')
-      return facts
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true
-      })
-      throw mapPgError(err)
-    } finally {
-      client.release(broken)
-    }
+  integrityFacts(): Promise<IntegrityFacts> {
+    return this.onClient('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => ({
+      result: await pgIntegrityFacts(client),
+      commit: 'COMMIT',
+    }))
   }
 
   async close(): Promise<void> {
