@@ -17,15 +17,33 @@ interface Inputs {
   backendUs: number
   backends: { seen: number; ended: number }
   statementStats?: { calls: number; execUs: number } | undefined
+  /** The logins' group commits during the run, when it stored any. */
+  commits?: { loginsEach: number; msEach: number; busy: number } | undefined
 }
 
-/** The statements the controller's pool has sent so far (its ctrl_db_statements_total). */
-async function statementsSent(metricsUrl: string): Promise<number> {
+/** The controller's totals that the capacity inputs read from its metrics. */
+const TOTALS = {
+  statements: 'ctrl_db_statements_total',
+  commits: 'ctrl_login_commits_total',
+  committed: 'ctrl_login_commit_logins_total',
+  commitSeconds: 'ctrl_login_commit_seconds_total',
+} as const
+type Totals = Record<keyof typeof TOTALS, number>
+
+/** What the controller has counted so far (its metrics, scraped). */
+async function totals(metricsUrl: string): Promise<Totals> {
   const text = await (await fetch(metricsUrl)).text()
-  const value = /^ctrl_db_statements_total (\S+)$/m.exec(text)?.[1]
-  if (value === undefined)
-    throw new Error('bench: the controller exposes no ctrl_db_statements_total')
-  return Number(value)
+  const read = (name: string) => {
+    const value = new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]
+    if (value === undefined) throw new Error(`bench: the controller exposes no ${name}`)
+    return Number(value)
+  }
+  return {
+    statements: read(TOTALS.statements),
+    commits: read(TOTALS.commits),
+    committed: read(TOTALS.committed),
+    commitSeconds: read(TOTALS.commitSeconds),
+  }
 }
 
 /**
@@ -40,24 +58,26 @@ async function inputs(
   run: (beforeRun: () => Promise<void>) => Promise<Result>,
 ): Promise<Inputs> {
   const sampler = new BackendSampler(stats)
-  let before: { db: DatabaseCounters; statements: number } | undefined
+  let before: { db: DatabaseCounters; counted: Totals } | undefined
   const result = await run(async () => {
     await sleep(STATS_FLUSH_MS)
     await stats.resetStatements()
-    before = { db: await stats.counters(), statements: await statementsSent(metricsUrl) }
+    before = { db: await stats.counters(), counted: await totals(metricsUrl) }
     await sampler.start()
   })
   const backend = await sampler.stop()
-  const statements = await statementsSent(metricsUrl)
+  const counted = await totals(metricsUrl)
   const statementStats = await stats.statements()
   await sleep(STATS_FLUSH_MS)
   const after = await stats.counters()
   if (!before) throw new Error('bench: the run did not call its hook')
   const n = result.requests
+  const commits = counted.commits - before.counted.commits
+  const commitSeconds = counted.commitSeconds - before.counted.commitSeconds
   return {
     name,
     result,
-    statements: (statements - before.statements) / n,
+    statements: (counted.statements - before.counted.statements) / n,
     transactions: (after.xactCommit - before.db.xactCommit) / n,
     rollbacks: (after.xactRollback - before.db.xactRollback) / n,
     activeUs: ((after.activeTimeMs - before.db.activeTimeMs) * 1000) / n,
@@ -67,6 +87,15 @@ async function inputs(
       calls: statementStats.calls / n,
       execUs: (statementStats.execMs * 1000) / n,
     },
+    commits:
+      commits > 0
+        ? {
+            loginsEach: (counted.committed - before.counted.committed) / commits,
+            msEach: (commitSeconds * 1000) / commits,
+            // Of the run's own duration (its requests at its rate).
+            busy: commitSeconds / (n / result.rps),
+          }
+        : undefined,
   }
 }
 
@@ -95,6 +124,12 @@ function print(rows: Inputs[], stats: DatabaseStats, db: string): void {
       ` (${seen} seen over the runs, ${ended} ended mid-run and were read last up to 200 ms before);` +
       " controller cpu: the controller process. Each includes the instance's heartbeat (one write every 5 s).",
   )
+  for (const r of rows) {
+    if (!r.commits) continue
+    console.log(
+      `  group commits, ${r.name}: ${r.commits.loginsEach.toFixed(1)} logins each, ${r.commits.msEach.toFixed(2)} ms each from the controller's side, one in flight ${(100 * r.commits.busy).toFixed(0)}% of the run (ctrl_login_commit*_total)`,
+    )
+  }
   if (stats.statementStats) {
     for (const r of rows) {
       console.log(

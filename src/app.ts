@@ -128,6 +128,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     cache: services.verifier.cache,
     verifierStats: services.verifier.stats,
     signatureStats: signatureThreads.stats,
+    loginCommits: services.sessions.commitStats,
   })
   const auth = metrics ? { ...services.auth, onSecondary: metrics.secondary } : services.auth
   const sessions: SessionRoutesOptions = {

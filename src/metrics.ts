@@ -5,6 +5,7 @@ import type { SignatureThreads } from './jwt/signature-threads.js'
 import type { SignerKeys } from './jwt/signer-keys.js'
 import type { VerifiedTokenCache } from './jwt/verified-cache.js'
 import { type LoginEvent, loginFailureReason, secondaryReason } from './metrics/login-reasons.js'
+import type { BatchWriterStats } from './store/batch-writer.js'
 import { STATEMENT_CHANNEL } from './store/postgres/statement-channel.js'
 
 // Statements this process's PostgreSQL pools sent: one subscription per process (this module is
@@ -40,6 +41,21 @@ function followTallies(
   })
 }
 
+/** A counter without labels that follows a running total (`read`) from now on. */
+function followTotal(registers: Registry[], name: string, help: string, read: () => number): void {
+  let seen = read()
+  new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      const now = read()
+      this.inc(now - seen)
+      seen = now
+    },
+  })
+}
+
 /** What the gauges read when scraped, and what the counters follow (the app's services). */
 export interface MetricSources {
   /** Live API sessions, counted in the store (every instance's). */
@@ -50,6 +66,8 @@ export interface MetricSources {
   verifierStats: { verified: number; cacheHits: number }
   /** Signature checks run on a signature thread and on the libuv pool, threads given up. */
   signatureStats: SignatureThreads['stats']
+  /** The logins' group commits: units of work, logins committed, seconds one was in flight. */
+  loginCommits: BatchWriterStats
 }
 
 /**
@@ -118,16 +136,12 @@ export class Metrics {
       labelNames: ['signer_id', 'result'],
       registers,
     })
-    let statementsSeen = statementsSent
-    new Counter({
-      name: 'ctrl_db_statements_total',
-      help: 'Statements (round trips) sent to PostgreSQL by the connection pool (none on SQLite)',
+    followTotal(
       registers,
-      collect() {
-        this.inc(statementsSent - statementsSeen)
-        statementsSeen = statementsSent
-      },
-    })
+      'ctrl_db_statements_total',
+      'Statements (round trips) sent to PostgreSQL by the connection pool (none on SQLite)',
+      () => statementsSent,
+    )
   }
 
   /** Counts one answered request; `route` is the route pattern or `unmatched`. */
@@ -186,6 +200,25 @@ export class Metrics {
       'Signature threads of the process given up (their checks then run on the libuv pool), by reason',
       'reason',
       () => signatureStats.failures,
+    )
+    const { loginCommits } = sources
+    followTotal(
+      registers,
+      'ctrl_login_commits_total',
+      'Group commits of logins: units of work sent to the store, each storing the sessions and audit events of the logins that arrived together',
+      () => loginCommits.writes,
+    )
+    followTotal(
+      registers,
+      'ctrl_login_commit_logins_total',
+      'Logins committed by the group commits',
+      () => loginCommits.committed,
+    )
+    followTotal(
+      registers,
+      'ctrl_login_commit_seconds_total',
+      'Seconds a group commit of logins was in flight (one at a time: the rate is the share of time logins wait on the store)',
+      () => loginCommits.seconds,
     )
     new Gauge({
       name: 'ctrl_verified_token_cache_entries',

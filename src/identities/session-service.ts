@@ -1,7 +1,7 @@
 import { hash as digest, timingSafeEqual } from 'node:crypto'
 import { type AuditContext, AuditService } from '../audit/audit-service.js'
 import { newId, newSecret } from '../ids.js'
-import { BatchWriter } from '../store/batch-writer.js'
+import { BatchWriter, type BatchWriterStats } from '../store/batch-writer.js'
 import {
   type IdentityRecord,
   type LoginRecord,
@@ -83,6 +83,11 @@ export class SessionService {
       const ended = await options.store.recordLogins(batch, max)
       for (const { id } of ended) this.forget(id)
     })
+  }
+
+  /** The logins' group commits so far (metrics): units of work, logins committed, seconds busy. */
+  get commitStats(): BatchWriterStats {
+    return this.writer.stats
   }
 
   /** Commits every login still waiting for its group commit (before the store closes). */

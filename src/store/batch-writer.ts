@@ -32,7 +32,19 @@ interface Pending<T> {
  */
 const MAX_BATCH = 256
 
+/**
+ * What a writer has done so far (the metrics follow it): units of work run, items committed, and
+ * the seconds a unit of work was in flight. One runs at a time, so the seconds' rate is the share
+ * of time the writer is busy: near 1, what waits to be written waits on the store's commits.
+ */
+export interface BatchWriterStats {
+  writes: number
+  committed: number
+  seconds: number
+}
+
 export class BatchWriter<T> {
+  readonly stats: BatchWriterStats = { writes: 0, committed: 0, seconds: 0 }
   private queue: Pending<T>[] = []
   /** The write at the end of this turn, when one is scheduled. */
   private scheduled: NodeJS.Immediate | undefined
@@ -76,8 +88,24 @@ export class BatchWriter<T> {
   }
 
   private async flush(batch: Pending<T>[]): Promise<void> {
+    const started = performance.now()
     try {
-      await this.write(batch.map((p) => p.item))
+      await this.flushItems(batch)
+    } finally {
+      this.stats.seconds += (performance.now() - started) / 1000
+    }
+  }
+
+  /** One write of its own per unit of work, counted. */
+  private async writeItems(items: T[]): Promise<void> {
+    this.stats.writes++
+    await this.write(items)
+    this.stats.committed += items.length
+  }
+
+  private async flushItems(batch: Pending<T>[]): Promise<void> {
+    try {
+      await this.writeItems(batch.map((p) => p.item))
       for (const p of batch) p.resolve()
     } catch (err) {
       // The store did not answer: each item alone would wait as long again, one after another.
@@ -88,7 +116,7 @@ export class BatchWriter<T> {
       // One bad item must not fail the others: retry each in a write of its own.
       for (const p of batch) {
         try {
-          await this.write([p.item])
+          await this.writeItems([p.item])
           p.resolve()
         } catch (err) {
           p.reject(err)

@@ -123,6 +123,35 @@ forEachStore(() => {
       expect(all.reduce((n, sample) => n + sample.value, 0)).toBe(1 + 4 + cases.length)
     })
 
+    it('counts the group commits of logins: units of work, logins committed, seconds in flight', async () => {
+      const s = await setup()
+      const commits = async () => {
+        const scraped = await s.scrape()
+        return {
+          commits: scraped.value('ctrl_login_commits_total'),
+          logins: scraped.value('ctrl_login_commit_logins_total'),
+          seconds: scraped.value('ctrl_login_commit_seconds_total'),
+        }
+      }
+      // The admin's login in setup: one commit of one login.
+      const before = await commits()
+      expect(before).toMatchObject({ commits: 1, logins: 1 })
+      expect(before.seconds).toBeGreaterThan(0)
+      const tokens = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => s.sign({ sub: s.ids.alice, jti: `c${i}` })),
+      )
+      expect(await Promise.all(tokens.map((t) => s.jwtLogin(t)))).toEqual(tokens.map(() => 200))
+      // A refused login stores nothing.
+      expect(await s.jwtLogin(await s.sign({ sub: 'nobody' }))).toBe(401)
+      const after = await commits()
+      expect(after.logins - before.logins).toBe(12)
+      expect(after.commits - before.commits).toBeGreaterThanOrEqual(1)
+      expect(after.commits - before.commits).toBeLessThanOrEqual(12)
+      expect(after.seconds).toBeGreaterThan(before.seconds)
+      // A scrape only reads the totals.
+      expect(await commits()).toEqual(after)
+    })
+
     it('counts a login refused by the rate limit as rate_limited', async () => {
       const s = await setup({ authRateLimit: 1 })
       s.clock.advance(1000)

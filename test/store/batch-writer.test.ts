@@ -76,6 +76,9 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     await Promise.all(added)
     expect(batches).toEqual([1, 5])
     expect(await store.repos.sessions.count()).toBe(6)
+    // Two units of work, six items, in flight at least as long as the first waited at the gate.
+    expect(writer.stats).toMatchObject({ writes: 2, committed: 6 })
+    expect(writer.stats.seconds).toBeGreaterThan(0.012)
   })
 
   it('drain commits everything queued, including what arrives while it waits', async () => {
@@ -100,6 +103,8 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     )
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled'])
     expect(await store.repos.sessions.count()).toBe(3)
+    // The first login's write, the failed group's, then one each: only stored logins count.
+    expect(writer.stats).toMatchObject({ writes: 6, committed: 3 })
   })
 
   it('fails every item at once, without writing each alone, when the store does not answer', async () => {
@@ -112,5 +117,6 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     const results = await Promise.allSettled([1, 2, 3].map(() => writer.add(session('alice'))))
     expect(results).toEqual([1, 2, 3].map(() => ({ status: 'rejected', reason: down })))
     expect(write).toHaveBeenCalledTimes(1)
+    expect(writer.stats).toMatchObject({ writes: 1, committed: 0 })
   })
 })
