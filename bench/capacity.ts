@@ -38,12 +38,9 @@ async function totals(metricsUrl: string): Promise<Totals> {
     if (value === undefined) throw new Error(`bench: the controller exposes no ${name}`)
     return Number(value)
   }
-  return {
-    statements: read(TOTALS.statements),
-    commits: read(TOTALS.commits),
-    committed: read(TOTALS.committed),
-    commitSeconds: read(TOTALS.commitSeconds),
-  }
+  return Object.fromEntries(
+    Object.entries(TOTALS).map(([key, name]) => [key, read(name)]),
+  ) as Totals // every key of TOTALS
 }
 
 /**
