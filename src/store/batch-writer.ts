@@ -28,7 +28,9 @@ interface Pending<T> {
  * cores: RS256 logins of distinct tokens, 32 connections, against SQLite's in the same turns, runs
  * of three rounds, 0.70 to 0.73 of SQLite's rate with two or four, 0.76 to 0.77 with one (batches
  * of about 14 logins, each commit 1.6 ms). Every batch costs the server a fixed part (the call,
- * the commit, its flush), and two small batches at once compete for the same cores.
+ * the commit, its flush), and two small batches at once compete for the same cores. Writing the
+ * next batch on a connection of its own while one commits (pipelined, so the server runs them back
+ * to back) did no better than one at a time either (README, "Capacity").
  */
 const MAX_BATCH = 256
 
