@@ -165,7 +165,7 @@ export interface Paired {
  * How many slices a round of a goal that must hold in every round is cut into (`paired`'s
  * `slices`; `BENCH_SLICES`).
  */
-export const SLICES = Number(process.env.BENCH_SLICES ?? 5)
+export const SLICES = Number(process.env.BENCH_SLICES ?? 6)
 
 /** One round's slices as one result: their requests over their time, CPU per request. */
 function combined(slices: Result[]): Result {
@@ -196,6 +196,13 @@ function combined(slices: Result[]): Result {
  * by a quarter within seconds, so one run of each side per round let a swing during one of them
  * decide that figure (rounds of 0.64 beside 1.03 in one run). Turns of a second each put any
  * swing of a few seconds on both sides alike.
+ *
+ * The two sides take turns in alternating order (baseline first, then target first, and so on
+ * from turn to turn, across rounds too), as the metrics block does (off, on, on, off): whichever
+ * runs second inherits what the first left behind (its garbage for the collector, in the server
+ * and in the load generator; its connections closing), and with a fixed order that went to the
+ * target every time. `prepare` runs before each turn's two sides (signing both sides' tokens, say),
+ * so that they follow each other at once whichever goes first.
  */
 export async function paired(
   name: string,
@@ -203,16 +210,24 @@ export async function paired(
   baseline: (round: number, slice: number) => Promise<Result>,
   target: (round: number, slice: number) => Promise<Result>,
   slices = 1,
+  prepare?: (round: number, slice: number) => Promise<void>,
 ): Promise<Paired> {
   const ratios: number[] = []
   const targets: Result[] = []
   const baselines: Result[] = []
+  let turn = 0
   for (let round = 0; round < ROUNDS; round++) {
     const bs: Result[] = []
     const ts: Result[] = []
     for (let slice = 0; slice < slices; slice++) {
-      bs.push(await baseline(round, slice))
-      ts.push(await target(round, slice))
+      await prepare?.(round, slice)
+      if (turn++ % 2 === 0) {
+        bs.push(await baseline(round, slice))
+        ts.push(await target(round, slice))
+      } else {
+        ts.push(await target(round, slice))
+        bs.push(await baseline(round, slice))
+      }
     }
     const b = combined(bs)
     const t = combined(ts)
