@@ -38,7 +38,7 @@ async function startBare() {
   const bare = await startBareServer()
   const url = bare.url
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process (the bare ones with the controller's --no-memory-reducer), default log level; each goal's baseline and target measured in turns, ${ROUNDS} rounds: median and lowest ratio (the login and secondary-factor goals: each round ${SLICES} turns of ${DURATION_S / SLICES} s or a ${SLICES}th of the tokens, summed)`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s per route, loopback; each server in its own process (the bare ones with the controller's --no-memory-reducer), default log level; each goal's baseline and target measured in turns, in alternating order, ${ROUNDS} rounds: median and lowest ratio (the login and secondary-factor goals: each round ${SLICES} turns of ${(DURATION_S / SLICES).toFixed(2)} s or 1/${SLICES} of the tokens, summed)`,
   )
   const baseline = route(`${url}/hello`, bare.pid)
   const first = await baseline(0)
