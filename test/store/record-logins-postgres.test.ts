@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { FeedEvent, Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
 import { NOTICE_ID, recordLogins } from '../../src/store/postgres/login-batch.js'
-import { insertIdentities, logins } from '../helpers/records.js'
+import { insertIdentities, logins, nthSession } from '../helpers/records.js'
 import { createTestDatabase, freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -157,5 +157,129 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     expect(ended).toEqual([{ id: 'alice-1', identityId: 'alice' }])
     expect(rows[0].seq).toBe(0)
     expect(rows[0].idx).toBeGreaterThan(0)
+  })
+
+  /** The sessions of `identityId` left, by number, oldest first. */
+  async function left(store: Store, identityId: string): Promise<string[]> {
+    return (await store.repos.sessions.all())
+      .filter((s) => s.identityId === identityId)
+      .map((s) => s.id)
+      .sort((a, b) => Number(a.split('-')[1]) - Number(b.split('-')[1]))
+  }
+
+  /**
+   * How many times `login` read api_sessions (index or sequential scans), in a transaction of its
+   * own (the counts of the transaction so far, before and after: the view may hold earlier ones
+   * still unflushed), and what it ended.
+   */
+  async function readsOf(c: pg.Client, login: () => Promise<unknown>) {
+    const reads = async () =>
+      (
+        await c.query(
+          `SELECT (coalesce(sum(seq_scan), 0) + coalesce(sum(idx_scan), 0))::int AS n
+             FROM pg_stat_xact_user_tables WHERE relname = 'api_sessions'`,
+        )
+      ).rows[0].n as number
+    await c.query('BEGIN')
+    const before = await reads()
+    const ended = await login()
+    const after = await reads()
+    await c.query('COMMIT')
+    return { reads: after - before, ended }
+  }
+
+  it('reads none of the sessions of an identity surely under its cap at a login', async () => {
+    const url = await freshPostgresUrl()
+    await setup(url, 'alice')
+    const c = await client(url)
+    const login = (ns: number[]) =>
+      readsOf(c, () => recordLogins(c, logins('alice', ns), 5, NOTICES))
+    // The first login counts them (nothing is known yet); the next ones add to that count.
+    expect((await login([1, 2])).reads).toBeGreaterThan(0)
+    for (const n of [3, 4, 5]) expect(await login([n])).toEqual({ reads: 0, ended: [] })
+    // At the cap, each login reads them again and ends the oldest.
+    const past = await login([6])
+    expect(past.ended).toEqual([{ id: 'alice-1', identityId: 'alice' }])
+    expect(past.reads).toBeGreaterThan(0)
+  })
+
+  it('counts toward the cap the sessions that any writer inserted, and not those since ended', async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice', 'bob')
+    await store.recordLogins(logins('alice', [1]), 4)
+    // Sessions inserted otherwise (copy-to-postgres, an instance of the release before, by hand).
+    await store.repos.sessions.insertMany([2, 3, 4].map((n) => nthSession('alice', n)))
+    const other = await client(url)
+    await other.query(
+      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address,
+         created_at, updated_at, last_activity_at, expires_at)
+       VALUES ('alice-5', sha256('5'::bytea), 'alice', 'updb', '127.0.0.1',
+         '2026-11-25T08:00:05Z', now(), now(), now() + interval '1 hour')`,
+    )
+    expect(await store.recordLogins(logins('alice', [6]), 4)).toEqual(
+      expect.arrayContaining([
+        { id: 'alice-1', identityId: 'alice' },
+        { id: 'alice-2', identityId: 'alice' },
+      ]),
+    )
+    expect(await left(store, 'alice')).toEqual(['alice-3', 'alice-4', 'alice-5', 'alice-6'])
+    // Two end (a logout, say): the next two logins fit, the one after ends the oldest.
+    await store.repos.sessions.delete('alice-3')
+    await store.repos.sessions.delete('alice-4')
+    expect(await store.recordLogins(logins('alice', [7, 8]), 4)).toEqual([])
+    expect(await store.recordLogins(logins('alice', [9]), 4)).toEqual([
+      { id: 'alice-5', identityId: 'alice' },
+    ])
+    expect(await left(store, 'alice')).toEqual(['alice-6', 'alice-7', 'alice-8', 'alice-9'])
+    expect(await left(store, 'bob')).toEqual([])
+  })
+
+  it('keeps the cap exact beside instances of the release before, and never deadlocks with them', async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice', 'bob', 'carol')
+    // An instance of the release before calls record_logins (012) with the same arguments.
+    const previous = await client(url)
+    const before: Pick<pg.Client, 'query'> = {
+      query: ((config: pg.QueryConfig) =>
+        previous.query({
+          text: config.text.replace('record_logins_v2(', 'record_logins('),
+          values: config.values ?? [],
+        })) as pg.Client['query'],
+    }
+    let n = 0
+    const made = new Map<string, number[]>()
+    const batch = (order: string[]) =>
+      order.flatMap((id) => {
+        made.set(id, [...(made.get(id) ?? []), ++n])
+        return logins(id, [n])
+      })
+    const rounds = Array.from({ length: 15 }, () =>
+      Promise.all([
+        store.recordLogins(batch(['carol', 'bob', 'alice']), 3),
+        recordLogins(before, batch(['alice', 'bob', 'carol']), 3, NOTICES),
+        store.recordLogins(batch(['bob', 'alice']), 3),
+      ]),
+    )
+    await Promise.all(rounds) // a deadlock would reject one of them (40P01)
+    // Whichever committed last trimmed what every other had committed: the three newest are left.
+    for (const id of ['alice', 'bob', 'carol']) {
+      const newest = (made.get(id) ?? []).slice(-3).map((k) => `${id}-${k}`)
+      expect(await left(store, id)).toEqual(newest)
+    }
+  })
+
+  it('forgets the sessions it counted of a deleted identity', async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice', 'bob')
+    await store.recordLogins([...logins('alice', [1, 2]), ...logins('bob', [1])], 3)
+    const c = await client(url)
+    const bounds = async () =>
+      (await c.query('SELECT identity_id FROM identity_session_bounds ORDER BY 1')).rows.map(
+        (r) => r.identity_id,
+      )
+    expect(await bounds()).toEqual(['alice', 'bob'])
+    await c.query("DELETE FROM identities WHERE id = 'alice'")
+    expect(await bounds()).toEqual(['bob'])
+    expect(await left(store, 'alice')).toEqual([])
   })
 })

@@ -14,9 +14,10 @@ export interface LoginNotices {
   ended: string
 }
 
-// The function of migration 012: sessions, audit events and the session cap in one statement.
+// The function of migration 015 (012 with the cap read from bounds): sessions, audit events and
+// the session cap in one statement.
 const RECORD_LOGINS = `SELECT ended_id, ended_identity_id
-  FROM record_logins($1::json, $2::json, $3::integer, $4::text, $5::text, $6::text, $7::text)`
+  FROM record_logins_v2($1::json, $2::json, $3::integer, $4::text, $5::text, $6::text, $7::text)`
 
 const SURROGATE = /[\uD800-\uDFFF]/
 const LONE_SURROGATE = /\p{Surrogate}/gu
@@ -69,7 +70,7 @@ function eventRows(logins: LoginRecord[]): string {
 
 /**
  * Stores a group commit of logins in one statement, its own transaction (see the contract's
- * `recordLogins` and migration 012): one round trip on a pooled connection.
+ * `recordLogins` and migrations 012 and 015): one round trip on a pooled connection.
  */
 export async function recordLogins(
   db: Queryable,
@@ -80,7 +81,7 @@ export async function recordLogins(
   if (logins.length === 0) return []
   try {
     const res = await db.query({
-      name: 'record-logins',
+      name: 'record-logins-v2',
       text: RECORD_LOGINS,
       values: [
         sessionRows(logins),
