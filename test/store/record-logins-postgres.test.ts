@@ -282,4 +282,51 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     expect(await bounds()).toEqual(['bob'])
     expect(await left(store, 'alice')).toEqual([])
   })
+
+  it('ends the sessions of an identity deleted while a batch of it commits, and stores none after', async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice', 'bob', 'carol')
+    await store.recordLogins(logins('alice', [1]), 5)
+    // A batch of alice is written, not yet committed; her deletion waits for it, then ends them all.
+    const batch = await client(url)
+    await batch.query('BEGIN')
+    await recordLogins(batch, [...logins('alice', [2]), ...logins('bob', [1])], 5, NOTICES)
+    const admin = await client(url)
+    let deleted = false
+    const deletion = admin.query("DELETE FROM identities WHERE id = 'alice'").then(() => {
+      deleted = true
+    })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(deleted).toBe(false)
+    await batch.query('COMMIT')
+    await deletion
+    expect(await left(store, 'alice')).toEqual([])
+    expect(await left(store, 'bob')).toEqual(['bob-1'])
+    // Deleted before its batch commits: the batch is refused whole, as for an unknown identity.
+    await store.recordLogins(logins('bob', [2]), 5)
+    await admin.query("BEGIN; DELETE FROM identities WHERE id = 'bob'")
+    const late = store.recordLogins([...logins('bob', [3]), ...logins('carol', [1])], 5)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    await admin.query('COMMIT')
+    await expect(late).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    expect((await store.repos.sessions.all()).map((s) => s.identityId)).toEqual([])
+    expect(await store.recordLogins(logins('carol', [2]), 5)).toEqual([])
+  })
+
+  it('refuses a session naming no identity, however it is inserted, and a change of identity', async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice')
+    await store.recordLogins(logins('alice', [1]), 5)
+    await expect(store.recordLogins(logins('nobody', [1]), 5)).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    })
+    await expect(store.repos.sessions.insertMany([nthSession('nobody', 2)])).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    })
+    const c = await client(url)
+    await expect(
+      c.query("UPDATE api_sessions SET identity_id = 'nobody' WHERE id = 'alice-1'"),
+    ).rejects.toMatchObject({ code: '23000' })
+    expect((await store.repos.sessions.all()).map((s) => s.id)).toEqual(['alice-1'])
+  })
 })
