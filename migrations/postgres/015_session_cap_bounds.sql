@@ -129,7 +129,7 @@ BEGIN
       ORDER BY e.n),
   -- Each identity's bound, its row locked until COMMIT, in identity order (a batch of the same
   -- identities waits here for this one, and two batches never wait on each other in a cycle). A
-  -- new row is checked against identities by its foreign key: the sessions' check (see below).
+  -- new row is checked against identities by its foreign key: the sessions' check (see above).
   bounded AS (
     INSERT INTO identity_session_bounds AS b (identity_id, counted, added)
       SELECT r.identity_id, NULL, count(*) FROM new_rows AS r
