@@ -48,10 +48,10 @@ export class AuditService {
   constructor(private readonly o: AuditServiceOptions) {}
 
   /** A new event of `ctx` (the caller stores it). */
-  event(ctx: AuditContext | undefined, entry: AuditEntry): AuditEventRecord {
+  event(ctx: AuditContext | undefined, entry: AuditEntry, at = this.o.clock()): AuditEventRecord {
     return {
       id: newId(),
-      at: this.o.clock().toISOString(),
+      at: at.toISOString(),
       actor: ctx?.actor ?? null,
       action: entry.action,
       entityType: entry.entityType,

@@ -134,6 +134,7 @@ export class SessionService {
         entityId: session.id,
         method: loginMethod(authenticatorId),
       },
+      now, // the session's creation
     )
     await this.writer.add({ session, event })
     this.options.onChange?.()

@@ -207,6 +207,7 @@ forEachStore((kind) => {
       })
       expect(jwtLogin.statusCode).toBe(200)
       const aliceSession = jwtLogin.json().data.id
+      const aliceLoggedInAt = jwtLogin.json().data.createdAt
       const logout = await s.app.inject({
         method: 'DELETE',
         url: '/edge/client/v1/current-api-session',
@@ -223,6 +224,7 @@ forEachStore((kind) => {
         entityId: aliceSession,
         method: 'ext-jwt',
         changedFields: [],
+        at: aliceLoggedInAt, // a login happens as its session is created (this clock moves per call)
       })
       expect(logins[1]).toMatchObject({
         actor: s.admin,

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { FeedEvent, Store } from '../../src/store/contract.js'
+import type { FeedEvent, LoginRecord, Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
 import { NOTICE_ID, recordLogins } from '../../src/store/postgres/login-batch.js'
 import { insertIdentities, logins, nthSession } from '../helpers/records.js'
@@ -201,6 +201,30 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     const past = await login([6])
     expect(past.ended).toEqual([{ id: 'alice-1', identityId: 'alice' }])
     expect(past.reads).toBeGreaterThan(0)
+  })
+
+  it('stores the logins the session service makes through the arrays of record_logins_v3, any other through record_logins_v2', async () => {
+    const url = await freshPostgresUrl()
+    await setup(url, 'alice')
+    const c = await client(url)
+    const [made, other] = logins('alice', [1, 2]) as [LoginRecord, LoginRecord]
+    other.session.lastActivityAt = '2026-11-25T09:00:00.000Z'
+    // Each function out of reach in turn: a batch needs only its own.
+    await c.query('ALTER FUNCTION record_logins_v2 RENAME TO record_logins_v2_away')
+    try {
+      expect(await recordLogins(c, [made], 3, NOTICES)).toEqual([])
+      await expect(recordLogins(c, [other], 3, NOTICES)).rejects.toThrow()
+    } finally {
+      await c.query('ALTER FUNCTION record_logins_v2_away RENAME TO record_logins_v2')
+    }
+    await c.query('ALTER FUNCTION record_logins_v3 RENAME TO record_logins_v3_away')
+    try {
+      expect(await recordLogins(c, [other], 3, NOTICES)).toEqual([])
+    } finally {
+      await c.query('ALTER FUNCTION record_logins_v3_away RENAME TO record_logins_v3')
+    }
+    const { rows } = await c.query('SELECT id FROM api_sessions ORDER BY id')
+    expect(rows).toEqual([{ id: 'alice-1' }, { id: 'alice-2' }])
   })
 
   it('counts toward the cap the sessions that any writer inserted, and not those since ended', async () => {

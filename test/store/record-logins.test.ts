@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
+import type { LoginRecord, Store } from '../../src/store/contract.js'
 import { parseListQuery } from '../../src/store/query/list-query.js'
 import { AUDIT_LIST_SPEC } from '../../src/store/sqlite/audit-repository.js'
 import { insertIdentities, loginRecord, logins, nthSession } from '../helpers/records.js'
@@ -88,6 +88,37 @@ describe.each(STORES)('a group commit of logins on %s', (kind) => {
     expect(new Set(ended.map((e) => e.id)).size).toBe(26)
     // Whichever order they committed in, the four newest are left.
     expect(await stored()).toEqual(['alice-27', 'alice-28', 'alice-29', 'alice-30'])
+  })
+
+  it('stores logins of any other shape exactly as given, beside those the session service makes', async () => {
+    await setup('alice', 'bob')
+    const [made, touched, legacy, edited] = [
+      ...logins('alice', [1, 2]),
+      ...logins('bob', [3, 4]),
+    ] as [LoginRecord, LoginRecord, LoginRecord, LoginRecord]
+    touched.session.lastActivityAt = '2026-11-25T09:00:00.000Z'
+    touched.session.updatedAt = '2026-11-25T09:30:00.000Z'
+    legacy.session.legacyToken = true
+    edited.event = {
+      ...edited.event,
+      at: '2026-11-25T10:00:00.000Z',
+      actor: { id: 'alice', name: 'name of alice' },
+      action: 'logout',
+      entityType: 'identities',
+      entityId: 'bob',
+      changedFields: ['name'],
+    }
+    // A batch of one shape, and one of every shape together.
+    const batches = [[made], [touched, legacy, edited]]
+    for (const batch of batches) expect(await store.recordLogins(batch)).toEqual([])
+    for (const { session } of batches.flat())
+      expect(await store.repos.sessions.get(session.id)).toEqual(session)
+    expect((await events()).sort(byId)).toEqual(
+      batches
+        .flat()
+        .map((l) => l.event)
+        .sort(byId),
+    )
   })
 
   it('stores a login whose free text holds a lone UTF-16 surrogate, as replacement characters', async () => {

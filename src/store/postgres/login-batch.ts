@@ -14,9 +14,13 @@ export interface LoginNotices {
   ended: string
 }
 
-// The function of migration 015 (012 with the cap read from bounds): sessions, audit events and
-// the session cap in one statement.
-const RECORD_LOGINS = `SELECT ended_id, ended_identity_id
+// The functions of migrations 016 and 015: sessions, audit events and the session cap in one
+// statement, from arrays of what varies between logins (v3) or from JSON rows of every column (v2).
+const RECORD_LOGINS_V3 = `SELECT ended_id, ended_identity_id
+  FROM record_logins_v3($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],
+    $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[],
+    $12::text[], $13::integer, $14::text, $15::text, $16::text, $17::text)`
+const RECORD_LOGINS_V2 = `SELECT ended_id, ended_identity_id
   FROM record_logins_v2($1::json, $2::json, $3::integer, $4::text, $5::text, $6::text, $7::text)`
 
 const SURROGATE = /[\uD800-\uDFFF]/
@@ -69,8 +73,47 @@ function eventRows(logins: LoginRecord[]): string {
 }
 
 /**
+ * Whether a login has the shape `record_logins_v3` derives (every login `SessionService.open`
+ * makes): one time for the session's creation, update and last activity and for its event, the
+ * event the identity's `login` of the session, and no legacy token.
+ */
+function derivable({ session: s, event: e }: LoginRecord): boolean {
+  return (
+    !s.legacyToken &&
+    s.updatedAt === s.createdAt &&
+    s.lastActivityAt === s.createdAt &&
+    e.at === s.createdAt &&
+    e.actor?.id === s.identityId &&
+    e.action === 'login' &&
+    e.entityType === 'api-sessions' &&
+    e.entityId === s.id &&
+    e.changedFields.length === 0
+  )
+}
+
+/** The parameters of `record_logins_v3` before the cap's: one array a column, in login order. */
+function columns(logins: LoginRecord[]): unknown[] {
+  const sessions = logins.map((l) => l.session)
+  const events = logins.map((l) => l.event)
+  return [
+    sessions.map((s) => s.id),
+    sessions.map((s) => s.tokenHash),
+    sessions.map((s) => s.identityId),
+    sessions.map((s) => s.authenticatorId),
+    sessions.map((s) => s.ipAddress),
+    sessions.map((s) => s.createdAt),
+    sessions.map((s) => s.expiresAt),
+    sessions.map((s) => s.hardExpiresAt),
+    events.map((e) => e.id),
+    events.map((e) => e.actor?.name ?? null),
+    events.map((e) => e.requestId),
+    events.map((e) => e.method),
+  ]
+}
+
+/**
  * Stores a group commit of logins in one statement, its own transaction (see the contract's
- * `recordLogins` and migrations 012 and 015): one round trip on a pooled connection.
+ * `recordLogins` and migrations 012, 015 and 016): one round trip on a pooled connection.
  */
 export async function recordLogins(
   db: Queryable,
@@ -80,19 +123,20 @@ export async function recordLogins(
 ): Promise<EndedSession[]> {
   if (logins.length === 0) return []
   try {
-    const res = await db.query({
-      name: 'record-logins-v2',
-      text: RECORD_LOGINS,
-      values: [
-        sessionRows(logins),
-        eventRows(logins),
-        keep ?? null,
-        notices.channel,
-        notices.opened,
-        notices.ended,
-        NOTICE_ID,
-      ],
-    })
+    const tail = [keep ?? null, notices.channel, notices.opened, notices.ended, NOTICE_ID]
+    const res = await db.query(
+      logins.every(derivable)
+        ? {
+            name: 'record-logins-v3',
+            text: RECORD_LOGINS_V3,
+            values: [...columns(logins), ...tail],
+          }
+        : {
+            name: 'record-logins-v2',
+            text: RECORD_LOGINS_V2,
+            values: [sessionRows(logins), eventRows(logins), ...tail],
+          },
+    )
     // The function's result columns
     return (res.rows as { ended_id: string; ended_identity_id: string }[]).map((r) => ({
       id: r.ended_id,
