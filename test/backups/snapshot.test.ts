@@ -47,12 +47,17 @@ function writeLoad(app: FastifyInstance, token: string, workers = 4) {
       acked.push({ kind: i % 2 === 0 ? 'identities' : 'signers', id: res.json().data.id })
     }
   }
-  const done = Promise.all(Array.from({ length: workers }, worker))
+  // A worker's failure is held until stop() (the test awaits other things meanwhile).
+  const done = Promise.all(Array.from({ length: workers }, worker)).then(
+    () => undefined,
+    (err: unknown) => err,
+  )
   return {
     acked,
     stop: async () => {
       running = false
-      await done
+      const err = await done
+      if (err !== undefined) throw err
     },
   }
 }

@@ -31,7 +31,11 @@ async function open(port: number) {
     text += d
   })
   socket.on('error', () => {})
-  const closed = once(socket, 'close').then(() => true)
+  // Closed either way: `once` rejects when an 'error' (a reset at shutdown) comes before 'close'.
+  const closed = once(socket, 'close').then(
+    () => true,
+    () => true,
+  )
   return { socket, text: () => text, closed }
 }
 

@@ -131,10 +131,10 @@ describe.skipIf(!PG_URL)('two instances on one PostgreSQL database', () => {
       const two = await build()
       try {
         const { manage } = await enrollmentSigner(one, provider)
-        const [a, b] = await Promise.all([
-          enroll(one, [await provider.accessToken('alice')]),
-          enroll(two, [await provider.accessToken('alice')]),
-        ])
+        // Both tokens first, so that the two enrollments start together.
+        const first = await provider.accessToken('alice')
+        const second = await provider.accessToken('alice')
+        const [a, b] = await Promise.all([enroll(one, [first]), enroll(two, [second])])
         expect([a.statusCode, b.statusCode].sort()).toEqual([200, 409])
         const loser = a.statusCode === 409 ? a : b
         expect(loser.json().error.code).toBe('ENROLLMENT_IDENTITY_ALREADY_ENROLLED')
