@@ -11,8 +11,9 @@
 -- each beside a SQLite controller; README, "Capacity").
 --
 -- record_logins_v3 takes one array per varying column, in login order, and derives the rest; its
--- results, locks and notices are record_logins_v2's. The controller calls it for a batch of logins
--- of that shape (every login it makes) and record_logins_v2 for anything else.
+-- results, locks and notices are record_logins_v2's, except that "sessions opened" goes only when
+-- an identity of the batch had no session before (see below). The controller calls it for a batch
+-- of logins of that shape (every login it makes) and record_logins_v2 for anything else.
 
 -- The cap's trim of record_logins_v2 (015), for the identities whose bound passed `keep`: run by
 -- record_logins_v3 within its statement's transaction, holding those identities' bounds.
@@ -118,7 +119,21 @@ BEGIN
       FILTER (WHERE u.counted IS NULL OR u.counted + u.added > keep)
     INTO over_identities FROM bounded AS u;
 
-  PERFORM pg_notify(channel, opened_payload);
+  -- Other instances need "sessions opened" only where an identity had no session before: their
+  -- identity pages show whether it has one (hasApiSession). Where it had, the oldest of those
+  -- sessions (one row read, first in the index) is locked against deletion until COMMIT (FOR KEY
+  -- SHARE, which a session's touch does not wait for), so an instance that hears of its end reads
+  -- this batch's sessions too. One being ended meanwhile is skipped, not waited for; with none
+  -- left, the notice goes. The cap's trim below may end the locked one: this batch's stay.
+  IF EXISTS (
+    SELECT FROM (SELECT DISTINCT unnest(identity_ids) AS i) AS d
+     WHERE NOT EXISTS (
+       SELECT FROM api_sessions AS a
+        WHERE a.identity_id = d.i AND a.id <> ALL (session_ids)
+        ORDER BY a.created_at, a.id LIMIT 1
+        FOR KEY SHARE OF a SKIP LOCKED)) THEN
+    PERFORM pg_notify(channel, opened_payload);
+  END IF;
 
   IF keep IS NULL OR over_identities IS NULL THEN
     RETURN;

@@ -412,8 +412,9 @@ export interface Store {
    * Stores a group commit of logins, all or none: each session with its audit event (events in the
    * order given), then, when `keep` is set, ends each of their identities' sessions beyond its
    * `keep` newest (by creation, whichever instance opened them); resolves with the sessions ended.
-   * Other instances are told that sessions were opened (`session`, `upsert`) and of each identity
-   * whose sessions were ended (`identity-sessions`, `delete`). PostgreSQL: one statement.
+   * Other instances are told that sessions were opened (`session`, `upsert`), at least whenever
+   * an identity of the batch had none before (what their identity pages show), and of each
+   * identity whose sessions were ended (`identity-sessions`, `delete`). PostgreSQL: one statement.
    */
   recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]>
   /** Resolves when the database answers, rejects when it does not. */

@@ -116,12 +116,22 @@ describe.skipIf(!PG_URL)('kept lists on two instances of one PostgreSQL database
     expect((await onB())[0].hasApiSession).toBe(false)
     const session = await login(a, 'alicia', 'alicia-password-1')
     await within(1000, async () => expect((await onB())[0].hasApiSession).toBe(true))
-    const logout = await a.inject({
-      method: 'DELETE',
-      url: '/edge/client/v1/current-api-session',
-      headers: { 'zt-session': session },
-    })
-    expect(logout.statusCode).toBe(200)
+    const logout = async (token: string) => {
+      const res = await a.inject({
+        method: 'DELETE',
+        url: '/edge/client/v1/current-api-session',
+        headers: { 'zt-session': token },
+      })
+      expect(res.statusCode).toBe(200)
+    }
+    // A second session (no news to B: she had one), then the first ended: B still shows one,
+    // read after the end it heard of (the rename behind it shows B has heard of both).
+    const second = await login(a, 'alicia', 'alicia-password-1')
+    await logout(session)
+    await callA('PATCH', `${I}/${id}`, { name: 'alicja' })
+    await within(1000, async () => expect((await onB())[0].name).toBe('alicja'))
+    expect((await onB())[0].hasApiSession).toBe(true)
+    await logout(second)
     await within(1000, async () => expect((await onB())[0].hasApiSession).toBe(false))
 
     await callA('DELETE', `${I}/${id}`)

@@ -8,7 +8,10 @@ export const NOTICE_ID = '"@identity@"'
 /** What a group commit of logins tells other instances (payloads of the change channel). */
 export interface LoginNotices {
   channel: string
-  /** Sessions were opened (identity pages show whether an identity has one). */
+  /**
+   * Sessions were opened (identity pages show whether an identity has one): `record_logins_v3`
+   * sends it only when an identity of the batch had no session before, v2 always.
+   */
   opened: string
   /** Sessions of one identity were ended by the cap, NOTICE_ID standing for its id. */
   ended: string
