@@ -123,14 +123,18 @@ BEGIN
   -- identity pages show whether it has one (hasApiSession). Where it had, the oldest of those
   -- sessions (one row read, first in the index) is locked against deletion until COMMIT (FOR KEY
   -- SHARE, which a session's touch does not wait for), so an instance that hears of its end reads
-  -- this batch's sessions too. One being ended meanwhile is skipped, not waited for; with none
-  -- left, the notice goes. The cap's trim below may end the locked one: this batch's stay.
+  -- this batch's sessions too. When that one is being ended meanwhile, the notice goes: it is not
+  -- waited for, and no other is locked in its place (a deletion of the identity's sessions locks
+  -- them oldest first, so it never holds one this batch's trim waits for while it waits for the
+  -- one locked here; the expiry sweep skips locked ones). The trim may end the locked one.
   IF EXISTS (
     SELECT FROM (SELECT DISTINCT unnest(identity_ids) AS i) AS d
      WHERE NOT EXISTS (
        SELECT FROM api_sessions AS a
-        WHERE a.identity_id = d.i AND a.id <> ALL (session_ids)
-        ORDER BY a.created_at, a.id LIMIT 1
+        WHERE a.id = (
+          SELECT o.id FROM api_sessions AS o
+           WHERE o.identity_id = d.i AND o.id <> ALL (session_ids)
+           ORDER BY o.created_at, o.id LIMIT 1)
         FOR KEY SHARE OF a SKIP LOCKED)) THEN
     PERFORM pg_notify(channel, opened_payload);
   END IF;

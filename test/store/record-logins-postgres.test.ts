@@ -143,7 +143,7 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
   it('holds the session that spares a login its notice until the login commits, and never waits for one being ended', async () => {
     const url = await freshPostgresUrl()
     const store = await setup(url, 'alice', 'bob')
-    await store.recordLogins([...logins('alice', [1]), ...logins('bob', [1])])
+    await store.recordLogins([...logins('alice', [1]), ...logins('bob', [1, 2])])
     const listener = await client(url)
     const notices: string[] = []
     listener.on('notification', (n) => notices.push(n.payload ?? ''))
@@ -166,14 +166,24 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     expect(await deletion).toBeUndefined()
     // Whoever hears of alice-1's end reads alice-2 too; no notice was needed for it.
     expect(await store.repos.sessions.identitiesWithSessions(['alice'])).toEqual(['alice'])
-    // Bob's only session is being ended: his login neither waits for that nor keeps quiet.
+    // Bob's oldest session is being ended: his login neither waits for that nor locks another in
+    // its place (a deletion of all his sessions may hold it), so it tells other instances.
     await admin.query("BEGIN; DELETE FROM api_sessions WHERE id = 'bob-1'")
     await batch.query('BEGIN')
-    await recordLogins(batch, logins('bob', [2]), 5, NOTICES)
+    await recordLogins(batch, logins('bob', [3]), 5, NOTICES)
     await batch.query('COMMIT')
     await admin.query('COMMIT')
     await within(1000, async () => expect(notices).toEqual([NOTICES.opened]))
     expect(await store.repos.sessions.identitiesWithSessions(['bob'])).toEqual(['bob'])
+    // The expiry sweep leaves a session a batch holds for the next sweep, without waiting.
+    await batch.query('BEGIN')
+    await recordLogins(batch, logins('alice', [3]), 5, NOTICES)
+    expect(await store.repos.sessions.deleteExpired('2100-01-01T00:00:00.000Z')).toBe(2) // bob's
+    await batch.query('COMMIT')
+    const ids = async () => (await store.repos.sessions.all()).map((s) => s.id).sort()
+    expect(await ids()).toEqual(['alice-2', 'alice-3'])
+    expect(await store.repos.sessions.deleteExpired('2100-01-01T00:00:00.000Z')).toBe(2)
+    expect(await ids()).toEqual([])
   })
 
   it('reads sessions by index once the table outgrew the plans a connection made on a new database', async () => {
@@ -243,9 +253,9 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     const login = (ns: number[]) =>
       readsOf(c, () => recordLogins(c, logins('alice', ns), 5, NOTICES))
     // The first login counts them (nothing is known yet); the next ones add to that count, and
-    // read only the oldest (it spares other instances a notice: see the test above).
-    expect((await login([1, 2])).reads).toBeGreaterThan(0)
-    for (const n of [3, 4, 5]) expect(await login([n])).toEqual({ reads: 1, ended: [] })
+    // read only the oldest, found then locked (it spares other instances a notice: see above).
+    expect((await login([1, 2, 3])).reads).toBeGreaterThan(0)
+    for (const n of [4, 5]) expect(await login([n])).toEqual({ reads: 2, ended: [] })
     // At the cap, each login reads them again and ends the oldest.
     const past = await login([6])
     expect(past.ended).toEqual([{ id: 'alice-1', identityId: 'alice' }])

@@ -96,13 +96,22 @@ export class PgSessionRepository implements SessionRepository {
     return ((await this.run('DELETE FROM api_sessions WHERE id = $1', [id])).rowCount ?? 0) > 0
   }
 
+  // An identity's sessions are locked oldest first, the order in which a login batch holds the
+  // oldest of them (migration 016): a deletion then waits holding none that the batch's cap
+  // trim could wait for.
   async deleteForIdentity(identityId: string): Promise<number> {
-    const res = await this.run('DELETE FROM api_sessions WHERE identity_id = $1', [identityId])
+    const sql = `DELETE FROM api_sessions WHERE id IN (SELECT id FROM api_sessions
+      WHERE identity_id = $1 ORDER BY created_at, id FOR UPDATE)`
+    const res = await this.run(sql, [identityId])
     return res.rowCount ?? 0
   }
 
+  // A session a login batch holds (migration 016) is left for the next sweep: the sweep waits
+  // for no one, so it never deadlocks with the batch's cap trim.
   async deleteExpired(before: string): Promise<number> {
-    const res = await this.run('DELETE FROM api_sessions WHERE expires_at < $1', [before])
+    const sql = `DELETE FROM api_sessions WHERE id IN (SELECT id FROM api_sessions
+      WHERE expires_at < $1 FOR UPDATE SKIP LOCKED)`
+    const res = await this.run(sql, [before])
     return res.rowCount ?? 0
   }
 
@@ -112,7 +121,8 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   async deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]> {
-    const sql = 'DELETE FROM api_sessions WHERE identity_id = $1 AND id <> $2 RETURNING id'
+    const sql = `DELETE FROM api_sessions WHERE id IN (SELECT id FROM api_sessions
+      WHERE identity_id = $1 AND id <> $2 ORDER BY created_at, id FOR UPDATE) RETURNING id`
     const res = await this.run(sql, [identityId, keepId])
     return (res.rows as { id: string }[]).map((r) => r.id) // RETURNING id
   }
