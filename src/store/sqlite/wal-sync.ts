@@ -1,0 +1,70 @@
+import { closeSync, fdatasync, openSync } from 'node:fs'
+import { AppError } from '../../errors.js'
+
+/** Flushes a file's data to disk; resolves once it is there. */
+export type SyncFile = (fd: number) => Promise<void>
+
+/** fdatasync(2) on libuv's thread pool: the event loop goes on meanwhile. */
+export const fdatasyncOffLoop: SyncFile = (fd) =>
+  new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())))
+
+/**
+ * A file database's write-ahead log, synced to disk off the event loop.
+ *
+ * With `synchronous = FULL` a commit returns only once SQLite has synced the WAL: the whole process
+ * waits for the disk (a quarter of a millisecond on a fast virtual disk, milliseconds on network
+ * block storage), every other request with it. A login batch instead commits with `synchronous =
+ * NORMAL` (its pages reach the WAL file, not yet the disk), leaves the lock, and is acknowledged
+ * only once `flush` has synced the WAL: what a client is told is stored is on disk, as with FULL,
+ * while the next requests run. A crash of the process alone loses nothing (the pages are in the
+ * kernel's cache); a power cut may lose a batch that was never acknowledged.
+ *
+ * The file stays open while the database is: SQLite keeps its WAL (same inode) until the last
+ * connection closes. A sync that fails is not retried: the kernel may have dropped the pages it
+ * could not write, so a second sync could succeed without them. The batch is refused
+ * (SERVICE_UNAVAILABLE, so that no login is retried alone) and later batches go back to syncing on
+ * commit, where SQLite itself reports the disk's errors.
+ */
+export class WalSync {
+  private fd: number | undefined
+  private broken = false
+
+  constructor(
+    private readonly path: string,
+    private readonly syncFile: SyncFile = fdatasyncOffLoop,
+  ) {}
+
+  /** Whether batches may commit without a sync and call `flush`: the WAL is open and sound. */
+  usable(): boolean {
+    if (this.broken) return false
+    if (this.fd !== undefined) return true
+    try {
+      this.fd = openSync(this.path, 'r')
+      return true
+    } catch {
+      // No WAL where it should be: SQLite syncs on commit, as before.
+      this.broken = true
+      return false
+    }
+  }
+
+  /** Syncs the WAL: everything committed before the call is on disk once it resolves. */
+  async flush(): Promise<void> {
+    const fd = this.fd
+    if (fd === undefined) throw new Error('WalSync.flush before usable()')
+    try {
+      await this.syncFile(fd)
+    } catch {
+      this.broken = true
+      throw new AppError('SERVICE_UNAVAILABLE', {
+        cause: { field: 'database', reason: 'the database file could not be written to disk' },
+      })
+    }
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd)
+    this.fd = undefined
+    this.broken = true
+  }
+}
