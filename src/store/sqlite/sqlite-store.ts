@@ -1,4 +1,5 @@
-import { resolve } from 'node:path'
+import { realpathSync } from 'node:fs'
+import { AppError } from '../../errors.js'
 import type {
   EndedSession,
   FeedEvent,
@@ -66,15 +67,21 @@ function facades(sync: SyncRepositories, run: Runner): Repositories {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite'
   readonly repos: Repositories
-  readonly stale = false
   private readonly mutex = new Mutex()
   private readonly inTx: UnitOfWork
   private readonly pingStmt
   private readonly loginBatch
   /** A file database's WAL, synced off the event loop after each login batch (see WalSync). */
   private readonly wal: WalSync | undefined
-  private readonly syncNormal
-  private readonly syncFull
+  /**
+   * Set for good once a login batch's WAL could not be synced (or the connection's sync level
+   * could not be restored after one): the batch's pages are indexed in the WAL yet may never reach
+   * the disk, and a commit appended after them could be lost with them at recovery (the WAL's
+   * checksums chain). Every later call is refused with this error until the process restarts, when
+   * SQLite's recovery keeps the WAL up to the last frame that did reach the disk, as PostgreSQL
+   * stops at a failed WAL flush.
+   */
+  private unsound: AppError | undefined
 
   constructor(
     readonly db: Db,
@@ -93,7 +100,7 @@ export class SqliteStore implements Store {
       loginFailures: new LoginFailureRepository(),
       controllers: new ControllerRepository(db),
     }
-    this.repos = facades(sync, (fn) => this.mutex.run(fn))
+    this.repos = facades(sync, this.run)
     // Inside a unit of work the lock is already held: statements run at once.
     this.inTx = { ...facades(sync, now), publish: async () => {} }
     this.pingStmt = db.prepare('SELECT 1')
@@ -105,9 +112,27 @@ export class SqliteStore implements Store {
       return sessions.trimForIdentities([...new Set(logins.map((l) => l.session.identityId))], keep)
     })
     const wal = !db.memory && db.pragma('journal_mode', { simple: true }) === 'wal'
-    this.wal = wal ? new WalSync(`${resolve(db.name)}-wal`, options.syncFile) : undefined
-    this.syncNormal = db.prepare('PRAGMA synchronous = NORMAL')
-    this.syncFull = db.prepare('PRAGMA synchronous = FULL')
+    // SQLite names the WAL after the database's real path (symbolic links resolved).
+    this.wal = wal ? new WalSync(`${realpathSync(db.name)}-wal`, options.syncFile) : undefined
+  }
+
+  /** Nothing kept is trusted once the store is unsound: every read goes to it, and is refused. */
+  get stale(): boolean {
+    return this.unsound !== undefined
+  }
+
+  /** Runs `fn` under the lock, unless the store is unsound. */
+  private readonly run: Runner = (fn) =>
+    this.unsound ? Promise.reject(this.unsound) : this.mutex.run(fn)
+
+  private becomeUnsound(): AppError {
+    this.unsound ??= new AppError('SERVICE_UNAVAILABLE', {
+      cause: {
+        field: 'database',
+        reason: 'the database file could not be written to disk; restart the controller',
+      },
+    })
+    return this.unsound
   }
 
   onFeed(_listener: (event: FeedEvent) => void): void {
@@ -117,6 +142,7 @@ export class SqliteStore implements Store {
   async transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T> {
     await this.mutex.lock()
     try {
+      if (this.unsound) throw this.unsound
       this.db.exec('BEGIN IMMEDIATE')
       try {
         const result = await work(this.inTx)
@@ -135,24 +161,35 @@ export class SqliteStore implements Store {
    * One login batch in one transaction. On a file database it commits without waiting for the
    * disk, leaves the lock to the next requests, and resolves once the WAL is synced (WalSync):
    * no login is answered before its session is on disk, and the event loop never waits for it.
+   * A sync that fails makes the store unsound (see `unsound`) and refuses the batch with it.
    */
   async recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]> {
     const wal = this.wal
-    if (!wal?.usable()) return this.mutex.run(() => this.loginBatch.immediate(logins, keep))
-    const ended = await this.mutex.run(() => {
-      this.syncNormal.run()
+    if (!wal?.usable()) return this.run(() => this.loginBatch.immediate(logins, keep))
+    const ended = await this.run(() => {
+      this.db.pragma('synchronous = NORMAL')
       try {
         return this.loginBatch.immediate(logins, keep)
       } finally {
-        this.syncFull.run()
+        try {
+          this.db.pragma('synchronous = FULL')
+        } catch {
+          // Every later write would commit without its sync: none may.
+          this.becomeUnsound()
+        }
       }
     })
-    await wal.flush()
+    try {
+      await wal.flush()
+    } catch {
+      throw this.becomeUnsound()
+    }
+    if (this.unsound) throw this.unsound
     return ended
   }
 
   ping(): Promise<void> {
-    return this.mutex.run(() => {
+    return this.run(() => {
       this.pingStmt.get()
     })
   }
@@ -160,6 +197,10 @@ export class SqliteStore implements Store {
   async snapshot(path: string): Promise<void> {
     // Held until the copy's first step ran; later steps interleave with units of work.
     await this.mutex.lock()
+    if (this.unsound) {
+      this.mutex.unlock()
+      throw this.unsound
+    }
     const copy = backupTo(this.db, path)
     try {
       await copy.firstStep
@@ -170,11 +211,11 @@ export class SqliteStore implements Store {
   }
 
   storageProblems(): Promise<string[]> {
-    return this.mutex.run(() => storageProblems(this.db))
+    return this.run(() => storageProblems(this.db))
   }
 
   integrityFacts(): Promise<IntegrityFacts> {
-    return this.mutex.run(() => integrityFacts(this.db))
+    return this.run(() => integrityFacts(this.db))
   }
 
   async close(): Promise<void> {

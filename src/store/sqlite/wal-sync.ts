@@ -1,5 +1,4 @@
 import { closeSync, fdatasync, openSync } from 'node:fs'
-import { AppError } from '../../errors.js'
 
 /** Flushes a file's data to disk; resolves once it is there. */
 export type SyncFile = (fd: number) => Promise<void>
@@ -20,14 +19,14 @@ export const fdatasyncOffLoop: SyncFile = (fd) =>
  * kernel's cache); a power cut may lose a batch that was never acknowledged.
  *
  * The file stays open while the database is: SQLite keeps its WAL (same inode) until the last
- * connection closes. A sync that fails is not retried: the kernel may have dropped the pages it
- * could not write, so a second sync could succeed without them. The batch is refused
- * (SERVICE_UNAVAILABLE, so that no login is retried alone) and later batches go back to syncing on
- * commit, where SQLite itself reports the disk's errors.
+ * connection closes. A sync that fails is never retried: the kernel may have dropped the pages it
+ * could not write, so a second sync could succeed without them (the store then refuses all work,
+ * see SqliteStore).
  */
 export class WalSync {
   private fd: number | undefined
-  private broken = false
+  /** The WAL could not be opened, or the database closed: batches sync on commit. */
+  private unusable = false
 
   constructor(
     private readonly path: string,
@@ -36,35 +35,27 @@ export class WalSync {
 
   /** Whether batches may commit without a sync and call `flush`: the WAL is open and sound. */
   usable(): boolean {
-    if (this.broken) return false
+    if (this.unusable) return false
     if (this.fd !== undefined) return true
     try {
       this.fd = openSync(this.path, 'r')
       return true
     } catch {
       // No WAL where it should be: SQLite syncs on commit, as before.
-      this.broken = true
+      this.unusable = true
       return false
     }
   }
 
   /** Syncs the WAL: everything committed before the call is on disk once it resolves. */
-  async flush(): Promise<void> {
-    const fd = this.fd
-    if (fd === undefined) throw new Error('WalSync.flush before usable()')
-    try {
-      await this.syncFile(fd)
-    } catch {
-      this.broken = true
-      throw new AppError('SERVICE_UNAVAILABLE', {
-        cause: { field: 'database', reason: 'the database file could not be written to disk' },
-      })
-    }
+  flush(): Promise<void> {
+    if (this.fd === undefined) return Promise.reject(new Error('the WAL is not open'))
+    return this.syncFile(this.fd)
   }
 
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd)
     this.fd = undefined
-    this.broken = true
+    this.unusable = true
   }
 }

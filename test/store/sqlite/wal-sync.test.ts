@@ -1,11 +1,12 @@
-import { fstatSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { fstatSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { AppError } from '../../../src/errors.js'
 import { openDatabase } from '../../../src/store/sqlite/connection.js'
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import type { SyncFile } from '../../../src/store/sqlite/wal-sync.js'
+import { fdatasyncOffLoop, type SyncFile } from '../../../src/store/sqlite/wal-sync.js'
+import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, caller, login } from '../../helpers/app.js'
 import { insertIdentities, logins } from '../../helpers/records.js'
 
 /** A sync the test settles by hand; records the inode of each file it was asked to sync. */
@@ -69,28 +70,60 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     expect(await batch).toEqual([])
   })
 
-  it('refuses a batch whose sync failed as unavailable, and syncs later batches on commit', async () => {
+  it('refuses a batch whose sync failed, and every later call until a restart', async () => {
     const { sync, calls } = heldSync()
     const store = openStore(sync)
     await insertIdentities(store, 'alice')
-    const failed = store.recordLogins(logins('alice', [1])).then(
+    const first = store.recordLogins(logins('alice', [1]))
+    expect(await settled(first)).toBe(false)
+    calls[0]?.settle()
+    await first
+    const failed = store.recordLogins(logins('alice', [2])).then(
       () => 'stored',
       (err: unknown) => err,
     )
     expect(await settled(failed)).toBe(false)
-    calls[0]?.settle(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+    calls[1]?.settle(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
     const err = await failed
     // SERVICE_UNAVAILABLE: the batch writer refuses the whole batch instead of retrying each login.
     expect(err).toBeInstanceOf(AppError)
     expect((err as AppError).code).toBe('SERVICE_UNAVAILABLE')
     expect((err as AppError).statusCode).toBe(503)
-    // The next batch commits with SQLite's own sync: answered without asking for another.
-    expect(await store.recordLogins(logins('alice', [2]))).toEqual([])
-    expect(calls).toHaveLength(1)
+    // A later commit could be lost with the batch's pages at recovery: nothing runs any more, and
+    // nothing kept is trusted (store.stale), so no cache answers for it either.
+    expect(store.stale).toBe(true)
+    const refused = (p: Promise<unknown>) =>
+      p.then(
+        () => 'answered',
+        (e: unknown) => (e instanceof AppError ? e.code : e),
+      )
+    expect(await refused(store.recordLogins(logins('alice', [3])))).toBe('SERVICE_UNAVAILABLE')
+    expect(await refused(store.repos.sessions.all())).toBe('SERVICE_UNAVAILABLE')
+    expect(await refused(store.transaction(async () => 'written'))).toBe('SERVICE_UNAVAILABLE')
+    expect(await refused(store.ping())).toBe('SERVICE_UNAVAILABLE')
+    expect(await refused(store.snapshot(join(dir, 'copy.db')))).toBe('SERVICE_UNAVAILABLE')
+    expect(calls).toHaveLength(2)
+    // After a restart the batch answered before the failure is there.
     await store.close()
     open.splice(0)
     const reopened = openStore()
-    expect((await reopened.repos.sessions.all()).map((s) => s.id)).toContain('alice-2')
+    expect(reopened.stale).toBe(false)
+    expect((await reopened.repos.sessions.all()).map((s) => s.id)).toContain('alice-1')
+  })
+
+  it('syncs the WAL of the real file when the database is opened through a symbolic link', async () => {
+    const { sync, calls } = heldSync()
+    const link = join(dir, 'link.db')
+    symlinkSync(path, link)
+    const db = openDatabase(link)
+    const store = new SqliteStore(db, () => db.close(), { syncFile: sync })
+    open.push(store)
+    await insertIdentities(store, 'alice')
+    const batch = store.recordLogins(logins('alice', [1]))
+    expect(await settled(batch)).toBe(false)
+    expect(calls[0]?.ino).toBe(statSync(`${path}-wal`).ino)
+    calls[0]?.settle()
+    expect(await batch).toEqual([])
   })
 
   it('keeps every answered batch across a reopen (the default fdatasync)', async () => {
@@ -128,5 +161,41 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     await insertIdentities(store, 'alice')
     expect(await store.recordLogins(logins('alice', [1]))).toEqual([])
     expect(calls).toHaveLength(0)
+  })
+})
+
+describe('a controller whose WAL could not be synced', () => {
+  it('refuses the login with 503, then every request that needs the database, until a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctrl-wal-app-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const path = join(dir, 'ctrl.db')
+    let failing = false
+    const syncFile: SyncFile = (fd) =>
+      failing
+        ? Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+        : fdatasyncOffLoop(fd)
+    const db = openDatabase(path)
+    const store = new SqliteStore(db, () => db.close(), { syncFile })
+    onTestFinished(() => store.close())
+    const app = await buildTestApp({ store })
+    const token = await login(app)
+    const me = () => caller(app, token)('GET', '/edge/management/v1/current-identity')
+    expect((await me()).statusCode).toBe(200)
+
+    failing = true
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/edge/management/v1/authenticate?method=password',
+      payload: { username: ADMIN_USER, password: ADMIN_PASSWORD },
+    })
+    expect(refused.statusCode).toBe(503)
+    expect(refused.json().error.code).toBe('SERVICE_UNAVAILABLE')
+    expect(refused.headers['zt-session']).toBeUndefined()
+    // The session answered before is not served from memory either, and the readiness check fails.
+    const after = await me()
+    expect(after.statusCode).toBe(503)
+    expect(after.json().error.code).toBe('SERVICE_UNAVAILABLE')
+    const health = await app.inject({ method: 'GET', url: '/health-checks' })
+    expect(health.statusCode).toBe(503)
   })
 })
