@@ -64,6 +64,8 @@ export async function measure(
      * is then its requests over its own duration, not autocannon's average of whole seconds.
      */
     seconds?: number
+    /** Requests a second in all, at most (autocannon's overallRate): a load below saturation. */
+    rate?: number
   } = {},
 ): Promise<Result> {
   if (options.amount === undefined && options.warmup !== false) {
@@ -90,6 +92,7 @@ export async function measure(
         ...(options.amount === undefined
           ? { duration: options.seconds ?? DURATION_S }
           : { amount: options.amount }),
+        ...(options.rate === undefined ? {} : { overallRate: options.rate }),
         ...headerOptions(options.headers),
       },
       (err, res) => {

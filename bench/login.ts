@@ -126,6 +126,8 @@ export async function distinctLogins(
   ctrl: Controller,
   tokens: string[],
   beforeRun?: () => Promise<void>,
+  /** Logins a second at most (a load below saturation); default: as fast as answered. */
+  rate?: number,
 ): Promise<Result> {
   let j = 0
   return measure(`${ctrl.base}/edge/client/v1/authenticate?method=ext-jwt`, {
@@ -134,6 +136,7 @@ export async function distinctLogins(
     amount: tokens.length,
     headers: () => ({ authorization: `Bearer ${tokens[j++]}` }),
     ...(beforeRun ? { beforeRun } : {}),
+    ...(rate === undefined ? {} : { rate }),
   })
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { measure } from './common.js'
 import { benchDatabase, dropDatabase } from './databases.js'
 import { listsController } from './lists.js'
-import { distinctLogins, loginFixture } from './login.js'
+import { distinctLogins, loginFixture, warmLogins } from './login.js'
 import { startBareServer } from './processes.js'
 import { secondaryFixture } from './secondary.js'
 
@@ -12,7 +12,8 @@ import { secondaryFixture } from './secondary.js'
  * `npm run bench:profile -- <load>`: runs one load (client-list, signer-list, identity-list,
  * login, secondary, no-factor) against a controller started under `--cpu-prof`, then prints where
  * its main thread spent its time: the functions with the most self time, and the share of each
- * package or file.
+ * package or file, each as a share of the busy time and in µs per request (the idle time too).
+ * `BENCH_PROFILE_RATE=2500 npm run bench:profile -- login`: the same at a fixed rate.
  */
 interface ProfileNode {
   id: number
@@ -44,38 +45,50 @@ const admin = () => ({ 'zt-session': session })
  * one clock for every process of the machine.
  */
 let window: [number, number] = [0, Number.POSITIVE_INFINITY]
-async function timed(load: () => Promise<{ rps: number }>): Promise<number> {
+/** Requests of the profiled run: each function's time is also shown per request. */
+let requests = 0
+async function timed(load: () => Promise<{ rps: number; requests: number }>): Promise<number> {
   const start = Number(process.hrtime.bigint() / 1000n)
-  const { rps } = await load()
+  const result = await load()
   window = [start, Number(process.hrtime.bigint() / 1000n)]
-  return rps
+  requests = result.requests
+  return result.rps
 }
+/**
+ * `BENCH_PROFILE_RATE`: requests a second in all, for a load below saturation (where the time a
+ * request keeps the event loop busy, or blocked, is not hidden by queueing); default: saturation.
+ */
+const RATE = process.env.BENCH_PROFILE_RATE ? Number(process.env.BENCH_PROFILE_RATE) : undefined
+const rate = RATE === undefined ? {} : { rate: RATE }
 let rps: number
 if (load === 'bare') {
   // The baseline's own profile, for comparison: the controller above only idles meanwhile.
   const bare = await startBareServer()
   const url = bare.url
-  rps = await timed(() => measure(`${url}/hello`))
+  rps = await timed(() => measure(`${url}/hello`, rate))
   await bare.stop()
 } else if (load === 'client-list') {
-  rps = await timed(() => measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`))
+  rps = await timed(() => measure(`${ctrl.base}/edge/client/v1/external-jwt-signers`, rate))
 } else if (load === 'signer-list') {
   rps = await timed(() =>
-    measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin }),
+    measure(`${ctrl.base}/edge/management/v1/external-jwt-signers`, { headers: admin, ...rate }),
   )
 } else if (load === 'identity-list') {
-  rps = await timed(() => measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin }))
+  rps = await timed(() =>
+    measure(`${ctrl.base}/edge/management/v1/identities`, { headers: admin, ...rate }),
+  )
 } else if (load === 'login') {
   const fixture = await loginFixture(ctrl)
+  await warmLogins(ctrl, fixture, 'RS256')
   const tokens = await fixture.tokens('RS256', LOGINS)
-  rps = await timed(() => distinctLogins(ctrl, tokens))
+  rps = await timed(() => distinctLogins(ctrl, tokens, undefined, RATE))
   fixture.close()
 } else if (load === 'secondary' || load === 'no-factor') {
   // current-identity as the secondary-factor goal measures it, with the factor or without.
   const fixture = await secondaryFixture(ctrl.base, ctrl.call)
   const user = load === 'secondary' ? 'mfa-user' : 'plain-user'
   const headers = await fixture.headers(user)
-  rps = await timed(() => measure(fixture.url, { headers }))
+  rps = await timed(() => measure(fixture.url, { headers, ...rate }))
   fixture.close()
 } else {
   throw new Error(
@@ -118,7 +131,10 @@ const top = (m: Map<string, number>, n: number) =>
   [...m.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
-    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`)
+    .map(
+      ([k, v]) =>
+        `${((100 * v) / total).toFixed(1).padStart(5)}%  ${(v / requests).toFixed(1).padStart(6)} µs/req  ${k}`,
+    )
     .join('\n')
 console.log(`${load}: ${rps.toFixed(0)} req/s\n\nself time by function:\n${top(byFunction, 40)}`)
 console.log(`\nself time by file or package:\n${top(byPlace, 25)}`)
