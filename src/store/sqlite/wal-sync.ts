@@ -33,7 +33,7 @@ export class WalSync {
     private readonly syncFile: SyncFile = fdatasyncOffLoop,
   ) {}
 
-  /** Whether batches may commit without a sync and call `flush`: the WAL is open and sound. */
+  /** Whether batches may commit without a sync and call `flush`: the WAL is open (opened now). */
   usable(): boolean {
     if (this.unusable) return false
     if (this.fd !== undefined) return true

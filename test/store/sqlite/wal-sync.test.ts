@@ -46,17 +46,28 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     for (const store of open.splice(0)) await store.close()
     rmSync(dir, { recursive: true, force: true })
   })
-  function openStore(syncFile?: SyncFile): SqliteStore {
-    const db = openDatabase(path)
+  function openStore(syncFile?: SyncFile, at = path): SqliteStore {
+    const db = openDatabase(at)
     const store = new SqliteStore(db, () => db.close(), syncFile ? { syncFile } : {})
     open.push(store)
     return store
   }
+  /** A store (at `at`) whose syncs the test settles, with the identity alice. */
+  async function heldStore(at = path) {
+    const { sync, calls } = heldSync()
+    const store = openStore(sync, at)
+    await insertIdentities(store, 'alice')
+    return { store, calls }
+  }
+  /** Closes `store` and opens the same file again, as a restart does. */
+  async function reopen(store: SqliteStore): Promise<SqliteStore> {
+    await store.close()
+    open.splice(open.indexOf(store), 1)
+    return openStore()
+  }
 
   it('answers a batch only once the WAL is synced, and serves other work meanwhile', async () => {
-    const { sync, calls } = heldSync()
-    const store = openStore(sync)
-    await insertIdentities(store, 'alice')
+    const { store, calls } = await heldStore()
     const batch = store.recordLogins(logins('alice', [1, 2]))
     expect(await settled(batch)).toBe(false)
     // Committed and visible, the lock free for the next requests, while the disk is being synced.
@@ -71,9 +82,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
   })
 
   it('refuses a batch whose sync failed, and every later call until a restart', async () => {
-    const { sync, calls } = heldSync()
-    const store = openStore(sync)
-    await insertIdentities(store, 'alice')
+    const { store, calls } = await heldStore()
     const first = store.recordLogins(logins('alice', [1]))
     expect(await settled(first)).toBe(false)
     calls[0]?.settle()
@@ -104,21 +113,15 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     expect(await refused(store.snapshot(join(dir, 'copy.db')))).toBe('SERVICE_UNAVAILABLE')
     expect(calls).toHaveLength(2)
     // After a restart the batch answered before the failure is there.
-    await store.close()
-    open.splice(0)
-    const reopened = openStore()
+    const reopened = await reopen(store)
     expect(reopened.stale).toBe(false)
     expect((await reopened.repos.sessions.all()).map((s) => s.id)).toContain('alice-1')
   })
 
   it('syncs the WAL of the real file when the database is opened through a symbolic link', async () => {
-    const { sync, calls } = heldSync()
     const link = join(dir, 'link.db')
     symlinkSync(path, link)
-    const db = openDatabase(link)
-    const store = new SqliteStore(db, () => db.close(), { syncFile: sync })
-    open.push(store)
-    await insertIdentities(store, 'alice')
+    const { store, calls } = await heldStore(link)
     const batch = store.recordLogins(logins('alice', [1]))
     expect(await settled(batch)).toBe(false)
     expect(calls[0]?.ino).toBe(statSync(`${path}-wal`).ino)
@@ -131,9 +134,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     await insertIdentities(store, 'alice', 'bob')
     for (let n = 1; n <= 3; n++)
       await store.recordLogins([...logins('alice', [n]), ...logins('bob', [n])], 2)
-    await store.close()
-    open.splice(0)
-    const reopened = openStore()
+    const reopened = await reopen(store)
     expect((await reopened.repos.sessions.all()).map((s) => s.id).sort()).toEqual([
       'alice-2',
       'alice-3',
@@ -143,9 +144,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
   })
 
   it('leaves other units of work synced on commit (the connection stays at FULL)', async () => {
-    const { sync, calls } = heldSync()
-    const store = openStore(sync)
-    await insertIdentities(store, 'alice')
+    const { store, calls } = await heldStore()
     const batch = store.recordLogins(logins('alice', [1]))
     expect(await settled(batch)).toBe(false)
     expect(store.db.pragma('synchronous', { simple: true })).toBe(2) // FULL
@@ -154,11 +153,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
   })
 
   it('needs no sync on a database in memory', async () => {
-    const { sync, calls } = heldSync()
-    const db = openDatabase(':memory:')
-    const store = new SqliteStore(db, () => db.close(), { syncFile: sync })
-    open.push(store)
-    await insertIdentities(store, 'alice')
+    const { store, calls } = await heldStore(':memory:')
     expect(await store.recordLogins(logins('alice', [1]))).toEqual([])
     expect(calls).toHaveLength(0)
   })
