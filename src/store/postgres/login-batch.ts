@@ -1,6 +1,7 @@
 import type { EndedSession, LoginRecord } from '../contract.js'
 import type { Queryable } from './connection.js'
 import { mapPgError } from './errors.js'
+import { retrying } from './retry.js'
 
 /** The id in `LoginNotices.ended`, as JSON text: the statement puts each identity's there. */
 export const NOTICE_ID = '"@identity@"'
@@ -127,18 +128,22 @@ export async function recordLogins(
   if (logins.length === 0) return []
   try {
     const tail = [keep ?? null, notices.channel, notices.opened, notices.ended, NOTICE_ID]
-    const res = await db.query(
-      logins.every(derivable)
-        ? {
-            name: 'record-logins-v3',
-            text: RECORD_LOGINS_V3,
-            values: [...columns(logins), ...tail],
-          }
-        : {
-            name: 'record-logins-v2',
-            text: RECORD_LOGINS_V2,
-            values: [sessionRows(logins), eventRows(logins), ...tail],
-          },
+    // One statement, its own transaction: run again whole if the server rolled it back for a
+    // deadlock (a deletion of an older release locking sessions in another order, say).
+    const res = await retrying(() =>
+      db.query(
+        logins.every(derivable)
+          ? {
+              name: 'record-logins-v3',
+              text: RECORD_LOGINS_V3,
+              values: [...columns(logins), ...tail],
+            }
+          : {
+              name: 'record-logins-v2',
+              text: RECORD_LOGINS_V2,
+              values: [sessionRows(logins), eventRows(logins), ...tail],
+            },
+      ),
     )
     // The function's result columns
     return (res.rows as { ended_id: string; ended_identity_id: string }[]).map((r) => ({

@@ -26,6 +26,7 @@ import { type LoginNotices, NOTICE_ID, recordLogins } from './login-batch.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
+import { ATTEMPTS, backoff, conflictError, isRetryable, retryingPool } from './retry.js'
 import { PgSessionRepository } from './session-repository.js'
 import { PgSignerRepository } from './signer-repository.js'
 
@@ -82,7 +83,7 @@ export class PgStore implements Store {
         id: JSON.parse(NOTICE_ID) as string, // the id's place, filled in by the statement
       }),
     }
-    this.repos = repositories(pool)
+    this.repos = repositories(retryingPool(pool))
   }
 
   /** Waits for the server (CTRL_DB_CONNECT_TIMEOUT), migrates under the lock and starts listening. */
@@ -151,18 +152,26 @@ export class PgStore implements Store {
       throw mapPgError(err)
     }
     let broken = false
-    const begun = client.query(begin)
-    begun.catch(() => {}) // awaited below, after the work that was written behind it
     try {
-      const { result, commit } = await work(client)
-      await begun
-      await client.query(commit)
-      return result
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true
-      })
-      throw mapPgError(err)
+      for (let attempt = 1; ; attempt++) {
+        const begun = client.query(begin)
+        begun.catch(() => {}) // awaited below, after the work that was written behind it
+        try {
+          const { result, commit } = await work(client)
+          await begun
+          await client.query(commit)
+          return result
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true
+          })
+          // A deadlock or serialization failure rolled it all back: the work runs again whole,
+          // on the same connection (each run gathers its own notifications).
+          if (broken || !isRetryable(err)) throw mapPgError(err)
+          if (attempt >= ATTEMPTS) throw conflictError()
+          await backoff(attempt)
+        }
+      }
     } finally {
       client.release(broken)
     }
