@@ -406,7 +406,11 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres'
   /** Repositories outside any unit of work (each call its own statement). */
   readonly repos: Repositories
-  /** Runs `work` atomically: it commits when `work` resolves and rolls back when it throws. */
+  /**
+   * Runs `work` atomically: it commits when `work` resolves and rolls back when it throws. On
+   * PostgreSQL `work` may run more than once (again whole after the server rolled it back for a
+   * deadlock): it must do nothing but through `tx`, and act on its result only after this resolves.
+   */
   transaction<T>(work: (tx: UnitOfWork) => Promise<T>): Promise<T>
   /**
    * Stores a group commit of logins, all or none: each session with its audit event (events in the

@@ -39,12 +39,15 @@ class OtherClient {
   }
 }
 
-const quiet = { info: () => {}, warn: () => {} }
+/** What the store logged as warnings (each collision it runs again is one). */
+const warned: { obj: object; msg: string }[] = []
+const log = { info: () => {}, warn: (obj: object, msg: string) => warned.push({ obj, msg }) }
 
 let store: Store | undefined
 let other: OtherClient | undefined
 const clients: pg.Client[] = []
 afterEach(async () => {
+  warned.length = 0
   await other?.close()
   other = undefined
   for (const c of clients.splice(0)) await c.end()
@@ -55,7 +58,7 @@ afterEach(async () => {
 async function open(url: string): Promise<Store> {
   store = await openStore(
     { db: url, poolSize: 4, connectTimeoutMs: 5000, statementTimeoutMs: 20_000 },
-    quiet,
+    log,
     async () => {},
   )
   return store
@@ -82,6 +85,17 @@ async function deadlocks(c: pg.Client): Promise<number> {
   return (rows[0] as { n: number }).n
 }
 
+/**
+ * The other client's outcome: undefined, or its error. Caught at once: vitest would report a
+ * rejection as unhandled while the test awaits something else.
+ */
+function outcome(p: Promise<void>): Promise<unknown> {
+  return p.then(
+    () => undefined,
+    (err: unknown) => err ?? new Error('rejected'),
+  )
+}
+
 /** Waits until a statement of the controller's (its text LIKE `pattern`) waits for a lock. */
 function waitingForLock(watcher: pg.Client, pattern: string): Promise<void> {
   return within(10_000, async () => {
@@ -98,13 +112,17 @@ function waitingForLock(watcher: pg.Client, pattern: string): Promise<void> {
  * A unit of work that updates identity a, then b, while the other client holds b and then asks for
  * a: a deadlock on every run. `publish` is sent between the two updates.
  */
-function crossing(runs: { n: number }, pending: Promise<void>[], otherClient: OtherClient) {
+function crossing(runs: { n: number }, pending: Promise<unknown>[], otherClient: OtherClient) {
   return async (tx: UnitOfWork) => {
     runs.n++
-    if (runs.n > 1) await otherClient.hold('identities', 'b') // the first run's is held already
+    if (runs.n > 1) {
+      // The first run's is held already; the other client's last transaction ends first.
+      await pending.at(-1)
+      await otherClient.hold('identities', 'b')
+    }
     await tx.identities.update({ ...identityRecord('a'), name: `a from run ${runs.n}` })
     await tx.publish({ entity: 'identity', op: 'upsert', id: `a-${runs.n}` })
-    pending.push(otherClient.lockThenCommit('identities', 'a'))
+    pending.push(outcome(otherClient.lockThenCommit('identities', 'a')))
     await tx.identities.update({ ...identityRecord('b'), name: `b from run ${runs.n}` })
   }
 }
@@ -124,7 +142,7 @@ describe.runIf(PG_URL)('deadlocks on PostgreSQL', () => {
 
     await other.hold('identities', 'b')
     const runs = { n: 0 }
-    const pending: Promise<void>[] = []
+    const pending: Promise<unknown>[] = []
     await s.transaction(async (tx) => {
       if (runs.n === 0) return crossing(runs, pending, other as OtherClient)(tx)
       // The second run: the other client has its rows (or is about to): no deadlock this time.
@@ -133,16 +151,22 @@ describe.runIf(PG_URL)('deadlocks on PostgreSQL', () => {
       await tx.publish({ entity: 'identity', op: 'upsert', id: `a-${runs.n}` })
       await tx.identities.update({ ...identityRecord('b'), name: `b from run ${runs.n}` })
     })
-    await Promise.all(pending)
+    expect(await Promise.all(pending)).toEqual(pending.map(() => undefined))
 
     expect(runs.n).toBe(2)
     expect(await names(url)).toEqual({ a: 'a from run 2', b: 'b from run 2' })
+    expect(warned).toEqual([
+      {
+        obj: { sqlstate: '40P01', attempt: 1 },
+        msg: expect.stringContaining('deadlock') as string,
+      },
+    ])
     // A marker after it: notifications of one connection arrive in commit order.
     await s.transaction((tx) => tx.publish({ entity: 'identity', op: 'upsert', id: 'marker' }))
     await within(5000, async () => expect(heard.some((p) => p.includes('"marker"'))).toBe(true))
     const ids = heard.map((p) => (JSON.parse(p) as { change: { id: string } }).change.id)
     expect(ids).toEqual(['a-2', 'marker'])
-    await within(5000, async () => expect(await deadlocks(watcher)).toBe(before + 1))
+    await within(15_000, async () => expect(await deadlocks(watcher)).toBe(before + 1))
   })
 
   it('a unit of work that deadlocks on every run is refused with 503 and retry-after once the attempts are spent, storing nothing', async () => {
@@ -153,12 +177,12 @@ describe.runIf(PG_URL)('deadlocks on PostgreSQL', () => {
 
     await other.hold('identities', 'b')
     const runs = { n: 0 }
-    const pending: Promise<void>[] = []
+    const pending: Promise<unknown>[] = []
     const err = await s.transaction(crossing(runs, pending, other)).then(
       () => undefined,
       (e: unknown) => e,
     )
-    await Promise.all(pending)
+    expect(await Promise.all(pending)).toEqual(pending.map(() => undefined))
 
     expect(err).toBeInstanceOf(AppError)
     expect(err).toMatchObject({
@@ -184,13 +208,13 @@ describe.runIf(PG_URL)('deadlocks on PostgreSQL', () => {
     await other.hold('api_sessions', 'x-2')
     const deleting = s.repos.sessions.deleteForIdentityExcept('x', 'x-0')
     await waitingForLock(watcher, 'DELETE FROM api_sessions%')
-    const otherDone = other.lockThenCommit('api_sessions', 'x-1')
+    const otherDone = outcome(other.lockThenCommit('api_sessions', 'x-1'))
 
     expect((await deleting).sort()).toEqual(['x-1', 'x-2'])
-    await otherDone
+    expect(await otherDone).toBeUndefined()
     const { rows } = await watcher.query('SELECT id FROM api_sessions ORDER BY id')
     expect(rows).toEqual([{ id: 'x-0' }])
-    await within(5000, async () => expect(await deadlocks(watcher)).toBe(before + 1))
+    await within(15_000, async () => expect(await deadlocks(watcher)).toBe(before + 1))
   })
   it('a group commit of logins that the server rolls back for a deadlock runs again, and every login is stored', async () => {
     const url = await freshPostgresUrl()
@@ -205,16 +229,16 @@ describe.runIf(PG_URL)('deadlocks on PostgreSQL', () => {
     await other.hold('identity_session_bounds', 'b', 'identity_id')
     const batch = s.recordLogins(logins('a', [2]).concat(logins('b', [2])))
     await waitingForLock(watcher, '%record_logins%')
-    const otherDone = other.lockThenCommit('identity_session_bounds', 'a', 'identity_id')
+    const otherDone = outcome(other.lockThenCommit('identity_session_bounds', 'a', 'identity_id'))
 
     expect(await batch).toEqual([])
-    await otherDone
+    expect(await otherDone).toBeUndefined()
     const { rows } = await watcher.query('SELECT id FROM api_sessions ORDER BY id')
     expect(rows.map((r: { id: string }) => r.id)).toEqual(['a-1', 'a-2', 'b-1', 'b-2'])
     const events = await watcher.query(
       "SELECT count(*)::int AS n FROM audit_events WHERE action = 'login'",
     )
     expect(events.rows[0]).toEqual({ n: 4 })
-    await within(5000, async () => expect(await deadlocks(watcher)).toBe(before + 1))
+    await within(15_000, async () => expect(await deadlocks(watcher)).toBe(before + 1))
   })
 })

@@ -1,7 +1,7 @@
 import type { EndedSession, LoginRecord } from '../contract.js'
 import type { Queryable } from './connection.js'
 import { mapPgError } from './errors.js'
-import { retrying } from './retry.js'
+import { type RetryPolicy, retrying } from './retry.js'
 
 /** The id in `LoginNotices.ended`, as JSON text: the statement puts each identity's there. */
 export const NOTICE_ID = '"@identity@"'
@@ -124,13 +124,15 @@ export async function recordLogins(
   logins: LoginRecord[],
   keep: number | undefined,
   notices: LoginNotices,
+  /** When the statement runs again (the store's; none by default). */
+  retry: RetryPolicy = { budgetMs: 0 },
 ): Promise<EndedSession[]> {
   if (logins.length === 0) return []
   try {
     const tail = [keep ?? null, notices.channel, notices.opened, notices.ended, NOTICE_ID]
     // One statement, its own transaction: run again whole if the server rolled it back for a
     // deadlock (a deletion of an older release locking sessions in another order, say).
-    const res = await retrying(() =>
+    const res = await retrying(retry, () =>
       db.query(
         logins.every(derivable)
           ? {

@@ -26,7 +26,7 @@ import { type LoginNotices, NOTICE_ID, recordLogins } from './login-batch.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
-import { ATTEMPTS, backoff, conflictError, isRetryable, retryingPool } from './retry.js'
+import { conflictError, mayRetry, type RetryPolicy, retryableCode, retryingPool } from './retry.js'
 import { PgSessionRepository } from './session-repository.js'
 import { PgSignerRepository } from './signer-repository.js'
 
@@ -67,6 +67,8 @@ export class PgStore implements Store {
   readonly repos: Repositories
   private readonly listener: ChangeListener
   private readonly loginNotices: LoginNotices
+  /** Work the server rolled back for a deadlock runs again: see ./retry.ts. */
+  private readonly retry: RetryPolicy
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -83,7 +85,15 @@ export class PgStore implements Store {
         id: JSON.parse(NOTICE_ID) as string, // the id's place, filled in by the statement
       }),
     }
-    this.repos = repositories(retryingPool(pool))
+    this.retry = {
+      budgetMs: settings.statementTimeoutMs,
+      onRetry: (sqlstate, attempt) =>
+        log.warn(
+          { sqlstate, attempt },
+          'PostgreSQL rolled back a transaction for a deadlock or serialization failure; running it again',
+        ),
+    }
+    this.repos = repositories(retryingPool(pool, this.retry))
   }
 
   /** Waits for the server (CTRL_DB_CONNECT_TIMEOUT), migrates under the lock and starts listening. */
@@ -152,6 +162,13 @@ export class PgStore implements Store {
       throw mapPgError(err)
     }
     let broken = false
+    // A connection lost between statements (between attempts, say) would otherwise be an
+    // 'error' event no one listens to: the next statement fails instead, and the client is dropped.
+    const onError = () => {
+      broken = true
+    }
+    client.on('error', onError)
+    const startedAt = performance.now()
     try {
       for (let attempt = 1; ; attempt++) {
         const begun = client.query(begin)
@@ -167,18 +184,19 @@ export class PgStore implements Store {
           })
           // A deadlock or serialization failure rolled it all back: the work runs again whole,
           // on the same connection (each run gathers its own notifications).
-          if (broken || !isRetryable(err)) throw mapPgError(err)
-          if (attempt >= ATTEMPTS) throw conflictError()
-          await backoff(attempt)
+          const sqlstate = retryableCode(err)
+          if (broken || sqlstate === undefined) throw mapPgError(err)
+          if (!(await mayRetry(this.retry, sqlstate, attempt, startedAt))) throw conflictError()
         }
       }
     } finally {
+      client.off('error', onError)
       client.release(broken)
     }
   }
 
   recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]> {
-    return recordLogins(this.pool, logins, keep, this.loginNotices)
+    return recordLogins(this.pool, logins, keep, this.loginNotices, this.retry)
   }
 
   async ping(): Promise<void> {

@@ -4,64 +4,87 @@ import type { Queryable } from './connection.js'
 
 /**
  * SQLSTATEs after which the server has rolled the statement's transaction back and running it
- * again may succeed: a deadlock (40P01, where the server aborts one of the waiters) and a
- * serialization failure (40001). Two instances, or an instance beside one of an older release
- * during a rolling upgrade, can lock the same rows in different orders.
+ * again may succeed: a deadlock (40P01: two instances, or an instance beside one of an older
+ * release during a rolling upgrade, locked the same rows in different orders, and the server
+ * rolled one back) and a serialization failure (40001, which only stricter isolation levels than
+ * this controller's raise).
  */
 const RETRYABLE = new Set(['40P01', '40001'])
 
 /** Attempts in all, the first included, before the client is told to try again. */
 export const ATTEMPTS = 4
 
-export function isRetryable(err: unknown): boolean {
-  return (
-    err instanceof Error && 'code' in err && typeof err.code === 'string' && RETRYABLE.has(err.code)
-  )
+/** When work the server rolled back runs again. */
+export interface RetryPolicy {
+  /**
+   * No attempt starts once this long has passed since the first (the statement timeout: a
+   * deadlock is found only after the server's deadlock_timeout, 1 s by default, of waiting).
+   */
+  budgetMs: number
+  /** Told of each collision before the work runs again (a log line for the operator). */
+  onRetry?: (sqlstate: string, attempt: number) => void
+}
+
+/** The SQLSTATE of an error after which the work may run again, or undefined. */
+export function retryableCode(err: unknown): string | undefined {
+  if (!(err instanceof Error) || !('code' in err) || typeof err.code !== 'string') return undefined
+  return RETRYABLE.has(err.code) ? err.code : undefined
 }
 
 /**
- * A pause before attempt `attempt + 1`: a few milliseconds, growing, with jitter, so that the
- * transactions that collided do not collide again in step.
+ * Whether attempt `attempt`, which the server rolled back, may be followed by another: attempts
+ * and time left. Pauses first (a few milliseconds, growing, with jitter, so that the transactions
+ * that collided do not collide again in step).
  */
-export function backoff(attempt: number): Promise<void> {
-  const ms = 2 ** attempt * (2 + Math.random() * 3)
-  return new Promise((resolve) => setTimeout(resolve, ms))
+export async function mayRetry(
+  policy: RetryPolicy,
+  sqlstate: string,
+  attempt: number,
+  startedAt: number,
+): Promise<boolean> {
+  if (attempt >= ATTEMPTS || performance.now() - startedAt >= policy.budgetMs) return false
+  policy.onRetry?.(sqlstate, attempt)
+  await new Promise((resolve) => setTimeout(resolve, 2 ** attempt * (2 + Math.random() * 3)))
+  return true
 }
 
-/** What the client gets once every attempt collided: 503, to try again (nothing was stored). */
+/** What the client gets once the attempts are spent: 503, to try again (this change is not stored). */
 export function conflictError(): AppError {
   return new AppError('SERVICE_UNAVAILABLE', {
     cause: {
       field: 'database',
-      reason: 'concurrent changes to the same data kept colliding; nothing was stored, try again',
+      reason:
+        'concurrent changes to the same data kept colliding; this change was not stored, try again',
     },
     headers: { 'retry-after': '1' },
   })
 }
 
 /**
- * Runs `attempt` (one statement or one whole transaction) again when the server rolled it back
- * for a deadlock or a serialization failure, up to ATTEMPTS times; then throws conflictError.
- * Any other error passes through at once.
+ * Runs `attempt` (one statement, its own transaction) again when the server rolled it back for a
+ * deadlock or a serialization failure, as `policy` allows; then throws conflictError. Any other
+ * error passes through at once.
  */
-export async function retrying<T>(attempt: () => Promise<T>): Promise<T> {
+export async function retrying<T>(policy: RetryPolicy, attempt: () => Promise<T>): Promise<T> {
+  const startedAt = performance.now()
   for (let n = 1; ; n++) {
     try {
       return await attempt()
     } catch (err) {
-      if (!isRetryable(err)) throw err
-      if (n >= ATTEMPTS) throw conflictError()
-      await backoff(n)
+      const sqlstate = retryableCode(err)
+      if (sqlstate === undefined) throw err
+      if (!(await mayRetry(policy, sqlstate, n, startedAt))) throw conflictError()
     }
   }
 }
 
 /**
- * The pool as repositories query it outside a unit of work: each statement is its own
- * transaction, so one the server rolled back for a deadlock is run again (see `retrying`).
+ * The pool as repositories query it outside a unit of work (promises only, as they call it): each
+ * statement is its own transaction, so one the server rolled back runs again (see `retrying`).
  */
-export function retryingPool(pool: pg.Pool): Queryable {
-  const query = (...args: unknown[]) =>
-    retrying(() => (pool.query as (...a: unknown[]) => Promise<unknown>)(...args))
-  return { query: query as unknown as pg.Pool['query'] }
+export function retryingPool(pool: pg.Pool, policy: RetryPolicy): Queryable {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>
+  return {
+    query: ((...args: unknown[]) => retrying(policy, () => query(...args))) as pg.Pool['query'],
+  }
 }
