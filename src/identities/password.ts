@@ -5,13 +5,32 @@ import { AppError } from '../errors.js'
 const PARAMS = { N: 16384, r: 8, p: 1 } as const
 const KEY_LENGTH = 32
 
-// scrypt runs on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise), which
-// DNS lookups share (JWT signature checks have threads of their own): at most this many hashes
-// run at once, and the others wait their turn here. Each hash keeps a core busy for its whole
-// run, so the bound is half the cores (at least one): on a 2-core machine a bound of 2 let a
-// flood of passwords take every core from the main thread, and JWT logins fell to a fifth of
-// their speed.
-const MAX_CONCURRENT_HASHES = Math.max(1, Math.floor(availableParallelism() / 2))
+/**
+ * How many password hashes may run at once. scrypt runs on libuv's thread pool (4 threads unless
+ * UV_THREADPOOL_SIZE says otherwise), which the SQLite login batches' WAL sync and DNS lookups (a
+ * JWKS fetch's) share; JWT signature checks have threads of their own. Each hash keeps a core busy
+ * for its whole run, so the bound is half the cores: on a 2-core machine a bound of 2 let a flood
+ * of passwords take every core from the main thread, and JWT logins fell to a fifth of their
+ * speed. It also leaves one pool thread free, so that a flood of passwords on a machine of eight
+ * cores or more cannot make every JWT login's WAL sync (or a JWKS fetch's lookup) wait behind
+ * hashes. At least one, whatever the pool.
+ */
+export function hashConcurrency(cores: number, poolThreads: number): number {
+  return Math.max(1, Math.min(Math.floor(cores / 2), poolThreads - 1))
+}
+
+/**
+ * libuv's thread pool size, read from UV_THREADPOOL_SIZE as libuv reads it: 4 when unset, else its
+ * leading integer (atoi), 0 meaning 1, at most 1024 (a negative one wraps past it, as an unsigned).
+ */
+export function poolThreads(setting = process.env.UV_THREADPOOL_SIZE): number {
+  if (setting === undefined) return 4
+  const n = Number.parseInt(setting, 10) || 0
+  if (n === 0) return 1
+  return n < 0 ? 1024 : Math.min(n, 1024)
+}
+
+const MAX_CONCURRENT_HASHES = hashConcurrency(availableParallelism(), poolThreads())
 /**
  * Password checks waiting for a slot, at most: about six seconds of hashing on one slot. A flood
  * of passwords past it is answered 429 at once instead of queueing without bound (each waiter

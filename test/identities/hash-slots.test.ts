@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
-import { HashSlots } from '../../src/identities/password.js'
+import { HashSlots, hashConcurrency, poolThreads } from '../../src/identities/password.js'
 
 /** A unit of work that ends when its `finish` is called. */
 function gate() {
@@ -50,5 +50,31 @@ describe('password hashing slots', () => {
     const next = slots.run(async () => 'next', true)
     await expect(failing).rejects.toThrow('scrypt failed')
     await expect(next).resolves.toBe('next')
+  })
+})
+
+describe('how many password hashes run at once', () => {
+  it('is half the cores, leaving one thread of the pool free, and at least one', () => {
+    expect(hashConcurrency(2, 4)).toBe(1)
+    expect(hashConcurrency(4, 4)).toBe(2)
+    expect(hashConcurrency(6, 4)).toBe(3)
+    // Eight cores or more: half would take the whole default pool from the WAL sync and DNS.
+    expect(hashConcurrency(8, 4)).toBe(3)
+    expect(hashConcurrency(64, 4)).toBe(3)
+    expect(hashConcurrency(64, 16)).toBe(15)
+    expect(hashConcurrency(16, 64)).toBe(8)
+    expect(hashConcurrency(1, 4)).toBe(1)
+    expect(hashConcurrency(8, 1)).toBe(1) // a pool of one: hashes still run
+  })
+
+  it('reads the pool size as libuv does', () => {
+    expect(poolThreads(undefined)).toBe(4)
+    expect(poolThreads('8')).toBe(8)
+    expect(poolThreads(' 12x')).toBe(12)
+    expect(poolThreads('0')).toBe(1)
+    expect(poolThreads('')).toBe(1)
+    expect(poolThreads('many')).toBe(1)
+    expect(poolThreads('5000')).toBe(1024)
+    expect(poolThreads('-2')).toBe(1024)
   })
 })
