@@ -48,14 +48,32 @@ export class WalSync {
   }
 
   /** Syncs the WAL: everything committed before the call is on disk once it resolves. */
-  flush(): Promise<void> {
-    if (this.fd === undefined) return Promise.reject(new Error('the WAL is not open'))
-    return this.syncFile(this.fd)
+  async flush(): Promise<void> {
+    const fd = this.fd
+    if (fd === undefined || this.unusable) throw new Error('the WAL is not open')
+    this.syncing++
+    try {
+      await this.syncFile(fd)
+    } finally {
+      this.syncing--
+      if (this.syncing === 0 && this.unusable) this.release()
+    }
   }
 
+  /**
+   * No more syncs. The file itself is closed once the syncs in flight end: closed under them, its
+   * descriptor could be reused by another file before a pool thread syncs it, and that sync would
+   * then report another file's success.
+   */
   close(): void {
+    this.unusable = true
+    if (this.syncing === 0) this.release()
+  }
+
+  private syncing = 0
+
+  private release(): void {
     if (this.fd !== undefined) closeSync(this.fd)
     this.fd = undefined
-    this.unusable = true
   }
 }

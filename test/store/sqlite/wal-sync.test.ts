@@ -11,10 +11,11 @@ import { insertIdentities, logins } from '../../helpers/records.js'
 
 /** A sync the test settles by hand; records the inode of each file it was asked to sync. */
 function heldSync() {
-  const calls: { ino: number; settle: (err?: Error) => void }[] = []
+  const calls: { fd: number; ino: number; settle: (err?: Error) => void }[] = []
   const sync: SyncFile = (fd) =>
     new Promise((resolve, reject) => {
-      calls.push({ ino: fstatSync(fd).ino, settle: (err) => (err ? reject(err) : resolve()) })
+      const settle = (err?: Error) => (err ? reject(err) : resolve())
+      calls.push({ fd, ino: fstatSync(fd).ino, settle })
     })
   return { sync, calls }
 }
@@ -79,6 +80,29 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     ])
     calls[0]?.settle()
     expect(await batch).toEqual([])
+  })
+
+  it('closes the WAL file only once a sync in flight ends, when the store closes under it', async () => {
+    const { store, calls } = await heldStore()
+    const batch = store.recordLogins(logins('alice', [1]))
+    expect(await settled(batch)).toBe(false)
+    const call = calls[0] as (typeof calls)[number]
+    await store.close()
+    open.splice(open.indexOf(store), 1)
+    // Still the WAL's descriptor: no other file can take its number while the sync runs.
+    expect(fstatSync(call.fd).ino).toBe(call.ino)
+    call.settle()
+    expect(await batch).toEqual([])
+    const after = (() => {
+      try {
+        return fstatSync(call.fd).ino // a file opened since may have taken the number
+      } catch (err) {
+        return (err as NodeJS.ErrnoException).code
+      }
+    })()
+    expect(after).not.toBe(call.ino)
+    const reopened = openStore()
+    expect((await reopened.repos.sessions.all()).map((s) => s.id)).toEqual(['alice-1'])
   })
 
   it('refuses a batch whose sync failed, and every later call until a restart', async () => {
