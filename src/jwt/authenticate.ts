@@ -240,10 +240,12 @@ export class ExternalJwtVerifier {
     tokens: string[],
     identity: IdentityRecord,
     signerId: string,
+    /** The cache key of a token (its hash), when the caller knows a quicker way to it. */
+    keyOf: (token: string) => string = VerifiedTokenCache.key,
   ): { met: true } | undefined {
     if (this.lookup.stale()) return undefined
     for (const token of tokens) {
-      const hit = this.cache.get(VerifiedTokenCache.key(token))
+      const hit = this.cache.get(keyOf(token))
       if (hit?.identityId !== identity.id || hit.signerId !== signerId) continue
       if (this.fromCache(hit, identity, signerId)) return MET
     }

@@ -1,4 +1,6 @@
+import { timingSafeEqual } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
@@ -6,6 +8,7 @@ import type { IdentityRecord } from '../identities/identity-service.js'
 import type { ResolvedSession, SessionService } from '../identities/session-service.js'
 import type { ExternalJwtVerifier, SecondaryResult } from '../jwt/authenticate.js'
 import { bearerCandidates, bearerChallenge, bearerTokens } from '../jwt/challenge.js'
+import { VerifiedTokenCache } from '../jwt/verified-cache.js'
 import type { AuthPolicyRecord } from '../policies/auth-policy-service.js'
 import type { AuthQuery } from './sessions/schemas.js'
 
@@ -52,6 +55,29 @@ function sessionHeader(request: FastifyRequest): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined
 }
 
+/** The last bearer token each connection presented (its UTF-16 code units), with its cache key. */
+const lastBearer = new WeakMap<Socket, { bytes: Buffer; key: string }>()
+
+/**
+ * The cache key of a token (its hash), taken once per connection for the token it repeats (a
+ * client presents the same JWT on every request): hashed again only when the token differs. The
+ * token is held only while its connection lives. Compared in constant time: behind a load
+ * balancer one connection carries several clients' requests, and a comparison that stopped at the
+ * first difference would time one client's token against another's.
+ */
+function connectionKeys(socket: Socket): (token: string) => string {
+  return (token) => {
+    const bytes = Buffer.from(token, 'utf16le') // every code unit as it is, lone surrogates too
+    const last = lastBearer.get(socket)
+    if (last && last.bytes.length === bytes.length && timingSafeEqual(last.bytes, bytes)) {
+      return last.key
+    }
+    const key = VerifiedTokenCache.key(token)
+    lastBearer.set(socket, { bytes, key })
+    return key
+  }
+}
+
 /** Evaluates the identity's secondary factor against the request's bearer tokens. */
 export async function evaluateSecondary(
   deps: AuthDeps,
@@ -65,8 +91,12 @@ export async function evaluateSecondary(
   if (!required) return { met: true }
   const headers = request.raw.rawHeaders
   const result =
-    deps.verifier.secondaryKept(bearerCandidates(headers), identity, required) ??
-    (await deps.verifier.secondary(bearerTokens(headers), identity, required))
+    deps.verifier.secondaryKept(
+      bearerCandidates(headers),
+      identity,
+      required,
+      connectionKeys(request.raw.socket),
+    ) ?? (await deps.verifier.secondary(bearerTokens(headers), identity, required))
   deps.onSecondary?.(result)
   if (!result.met) {
     request.log.info(

@@ -1,5 +1,7 @@
+import { Agent, get as httpGet } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { buildTestApp, caller, forEachStore, login, testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
@@ -311,5 +313,57 @@ forEachStore(() => {
       s.clock.advance(60_000 + 30_000 + 1000)
       expect((await get(s.app, `${C}/current-identity`, session, short)).statusCode).toBe(401)
     })
+  })
+})
+
+/** GETs over `agent` (one keep-alive socket): status, and whether the socket was reused. */
+function overAgent(
+  agent: Agent,
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet({ host: '127.0.0.1', port, path, agent, headers }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+    })
+    req.on('error', reject)
+  })
+}
+
+describe('secondary factor over one keep-alive connection', () => {
+  it('judges each request by the token it presents, whatever the connection presented before', async () => {
+    const s = await setup()
+    const alice = await login(s.app, 'alice', 'alice-password-12')
+    const bob = await login(s.app, 'bob', 'bob-password-12')
+    await s.app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = s.app.server.address() as AddressInfo
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    onTestFinished(async () => {
+      agent.destroy()
+      await s.app.close()
+    })
+    const forAlice = await s.jwt(s.ids.alice as string)
+    const forBob = await s.jwt(s.ids.bob as string)
+    const expired = await s.jwt(s.ids.alice as string, {
+      exp: Math.floor(Date.parse(NOW) / 1000) - 600,
+    })
+    const call = (session: string, bearer?: string) =>
+      overAgent(agent, port, `${C}/current-identity`, {
+        'zt-session': session,
+        ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+      })
+
+    expect(await call(alice, forAlice)).toEqual({ status: 200, reused: false })
+    expect(await call(alice, forAlice)).toEqual({ status: 200, reused: true })
+    // The same connection, another token: bob's (verified for bob), then an expired one of alice.
+    expect(await call(alice, forBob)).toEqual({ status: 401, reused: true })
+    expect(await call(bob, forBob)).toEqual({ status: 200, reused: true })
+    expect(await call(alice, forBob)).toEqual({ status: 401, reused: true })
+    expect(await call(alice, expired)).toEqual({ status: 401, reused: true })
+    expect(await call(alice)).toEqual({ status: 401, reused: true })
+    expect(await call(alice, forAlice)).toEqual({ status: 200, reused: true })
+    expect(await call(bob, forAlice)).toEqual({ status: 401, reused: true })
   })
 })
