@@ -90,6 +90,14 @@ export async function freshPostgresUrl(): Promise<string> {
   return url
 }
 
+/** A client connected to `url`, added to `clients`: the test ends those when it is done. */
+export async function connectedClient(url: string, clients: pg.Client[]): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  clients.push(c)
+  return c
+}
+
 const quiet = { info: () => {}, warn: () => {} }
 
 /** A fresh, migrated store of the given kind (no admin). */

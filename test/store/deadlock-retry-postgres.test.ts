@@ -5,7 +5,7 @@ import type { Store, UnitOfWork } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
 import { CHANNEL } from '../../src/store/postgres/notifications.js'
 import { identityRecord, insertIdentities, logins, nthSession } from '../helpers/records.js'
-import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
+import { connectedClient, freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
 // Another client of the same database that locks rows in the other order than the controller
@@ -64,12 +64,7 @@ async function open(url: string): Promise<Store> {
   return store
 }
 
-async function client(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  clients.push(c)
-  return c
-}
+const client = (url: string) => connectedClient(url, clients)
 
 async function names(url: string): Promise<Record<string, string>> {
   const c = await client(url)

@@ -1,10 +1,10 @@
-import pg from 'pg'
+import type pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { FeedEvent, LoginRecord, Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
 import { NOTICE_ID, recordLogins } from '../../src/store/postgres/login-batch.js'
 import { insertIdentities, logins, nthSession } from '../helpers/records.js'
-import { createTestDatabase, freshPostgresUrl, PG_URL } from '../helpers/stores.js'
+import { connectedClient, createTestDatabase, freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
 const quiet = { info: () => {}, warn: () => {} }
@@ -36,12 +36,7 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     return store
   }
 
-  async function client(url: string): Promise<pg.Client> {
-    const c = new pg.Client({ connectionString: url })
-    await c.connect()
-    clients.push(c)
-    return c
-  }
+  const client = (url: string) => connectedClient(url, clients)
 
   it('waits for the lock an instance of any release holds on the identity before trimming', async () => {
     const url = await freshPostgresUrl()
