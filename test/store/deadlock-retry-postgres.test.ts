@@ -10,8 +10,8 @@ import { within } from '../helpers/within.js'
 
 // Another client of the same database that locks rows in the other order than the controller
 // does: an instance of an older release during a rolling upgrade, say. It waits 10 s before it
-// looks for a deadlock, the controller's connections the server's default 1 s, so the server
-// always rolls back the controller's side, never this one.
+// looks for a deadlock, the controller's connections the server's default 1 s, and it asks for its
+// second row well within that second: the server rolls back the controller's side.
 class OtherClient {
   private constructor(private readonly client: pg.Client) {}
 
