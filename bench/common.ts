@@ -17,10 +17,14 @@ export interface Result {
   cpuUs?: number
 }
 
-/** A process's CPU time so far in µs (Linux /proc; undefined elsewhere, or once it ended). */
-export function cpuTimeUs(pid: number): number | undefined {
+/**
+ * A process's CPU time so far in µs, or one of its threads' with `tid` (the main thread's is the
+ * process id) (Linux /proc; undefined elsewhere, or once it ended).
+ */
+export function cpuTimeUs(pid: number, tid?: number): number | undefined {
+  const path = tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    const fields = readFileSync(path, 'utf8').split(') ')[1]?.split(' ') ?? []
     return (Number(fields[11]) + Number(fields[12])) * 10_000 // clock ticks of 10 ms
   } catch {
     return undefined
@@ -148,7 +152,7 @@ export function report(name: string, r: Result, baseline: number, baselineName: 
   return ratio
 }
 
-const median = (values: number[]) => {
+export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = sorted.length >> 1
   return sorted.length % 2
