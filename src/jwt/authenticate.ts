@@ -186,13 +186,12 @@ export class ExternalJwtVerifier {
 
   /** The primary policy check: the identity's policy allows JWT login with this signer. */
   private async allowPrimary(matched: Matched): Promise<Authenticated> {
-    const { signer, identity, kid } = matched
+    const { signer, identity, kid, exp } = matched
     const policy = await this.lookup.policy(identity.authPolicyId)
     const refusal = policy ? primaryRefusal(policy, signer) : 'identity has no policy'
     if (refusal || !policy) {
       throw new JwtRejected('policy', refusal ?? '', signer.id, kid, { identityId: identity.id })
     }
-    const { exp } = matched
     const ends = compileRules(signer).sessionEndsWithToken
     // Field by field: a spread with more fields takes V8's slow path for object literals.
     return {
