@@ -167,12 +167,15 @@ export class SqliteStore implements Store {
     const wal = this.wal
     if (!wal?.usable()) return this.run(() => this.loginBatch.immediate(logins, keep))
     const ended = await this.run(() => {
-      this.db.pragma('synchronous = NORMAL')
+      // exec, not pragma(): no statement object, no result array (in a loop of its own a fifth of
+      // pragma()'s time; in the fixed-rate login profile 2.8 -> 2.5 µs a login).
+      // SQLite applies this pragma as the statement is prepared, so it is never kept prepared.
+      this.db.exec('PRAGMA synchronous = NORMAL')
       try {
         return this.loginBatch.immediate(logins, keep)
       } finally {
         try {
-          this.db.pragma('synchronous = FULL')
+          this.db.exec('PRAGMA synchronous = FULL')
         } catch {
           // Every later write would commit without its sync: none may.
           this.becomeUnsound()
