@@ -59,6 +59,8 @@ export async function measure(
     statusOk?: (status: number) => boolean
     /** The server's process id: its CPU time per request is reported too. */
     pid?: number
+    /** With `pid`: only this thread's CPU time (the event loop's is `pid`'s own id). */
+    tid?: number
     /** Warm the route up first (default: yes, for a run of a duration). */
     warmup?: boolean
     /** Called after the warm-up, right before the measured run starts. */
@@ -83,7 +85,7 @@ export async function measure(
     })
   }
   await options.beforeRun?.()
-  const cpuBefore = options.pid === undefined ? undefined : cpuTimeUs(options.pid)
+  const cpuBefore = options.pid === undefined ? undefined : cpuTimeUs(options.pid, options.tid)
   const started = performance.now()
   let lastResponse = started
   let ended = started
@@ -112,7 +114,7 @@ export async function measure(
   // response instead.
   const seconds = (lastResponse - started) / 1000
   const total = result.requests.total
-  const cpuAfter = options.pid === undefined ? undefined : cpuTimeUs(options.pid)
+  const cpuAfter = options.pid === undefined ? undefined : cpuTimeUs(options.pid, options.tid)
   const cpu =
     cpuBefore === undefined || cpuAfter === undefined
       ? {}

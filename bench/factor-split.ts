@@ -1,8 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import autocannon from 'autocannon'
-import { CONNECTIONS, cpuTimeUs, median, WARMUP_S } from './common.js'
+import { measure, median, WARMUP_S } from './common.js'
 import { listsController } from './lists.js'
 import { secondaryFixture } from './secondary.js'
 
@@ -40,20 +39,18 @@ const names = Object.keys(cases)
 const seen = Object.fromEntries(names.map((n) => [n, { cpu: [] as number[], rps: [] as number[] }]))
 
 async function turn(name: string, seconds: number): Promise<void> {
-  const before = cpuTimeUs(ctrl.pid, ctrl.pid)
-  const result = await autocannon({
-    url: fixture.url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    overallRate: RATE,
-    headers: cases[name],
+  const r = await measure(fixture.url, {
+    headers: cases[name] ?? {},
+    pid: ctrl.pid,
+    tid: ctrl.pid, // the event loop: other threads only add noise to this route's figure
+    warmup: false,
+    seconds,
+    rate: RATE,
   })
-  const after = cpuTimeUs(ctrl.pid, ctrl.pid)
-  if (result.non2xx + result.errors > 0) throw new Error(`bench: ${name} had failed requests`)
-  const n = result.requests.total
-  if (before === undefined || after === undefined || n === 0) return
-  seen[name]?.cpu.push((after - before) / n)
-  seen[name]?.rps.push(n / seconds)
+  if (r.errors > 0) throw new Error(`bench: ${name} had failed requests`)
+  if (r.cpuUs === undefined) return
+  seen[name]?.cpu.push(r.cpuUs)
+  seen[name]?.rps.push(r.rps)
 }
 
 try {
