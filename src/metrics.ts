@@ -217,7 +217,7 @@ export class Metrics {
     followTotal(
       registers,
       'ctrl_login_commit_seconds_total',
-      'Seconds a group commit of logins was in flight (one at a time: the rate is the share of time logins wait on the store)',
+      'Seconds at least one group commit of logins was in flight (the rate is the share of time logins wait on the store)',
       () => loginCommits.seconds,
     )
     new Gauge({

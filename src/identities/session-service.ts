@@ -79,10 +79,13 @@ export class SessionService {
     // A login's audit event commits with its session, and so does the end of the sessions it
     // pushes past the cap (PostgreSQL: one statement for the whole batch).
     const max = options.maxPerIdentity
-    this.writer = new BatchWriter(async (batch) => {
-      const ended = await options.store.recordLogins(batch, max)
-      for (const { id } of ended) this.forget(id)
-    })
+    this.writer = new BatchWriter(
+      async (batch) => {
+        const ended = await options.store.recordLogins(batch, max)
+        for (const { id } of ended) this.forget(id)
+      },
+      { concurrency: options.store.loginBatchesAtOnce },
+    )
   }
 
   /** The logins' group commits so far (metrics): units of work, logins committed, seconds busy. */

@@ -421,6 +421,8 @@ export interface Store {
    * identity whose sessions were ended (`identity-sessions`, `delete`). PostgreSQL: one statement.
    */
   recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]>
+  /** How many `recordLogins` calls the session service keeps in flight at most. */
+  readonly loginBatchesAtOnce: number
   /** Resolves when the database answers, rejects when it does not. */
   ping(): Promise<void>
   /** Subscribes to other instances' changes and to staleness; SQLite never calls the listener. */

@@ -81,6 +81,44 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
     expect(writer.stats.seconds).toBeGreaterThan(0.012)
   })
 
+  it('runs as many units of work at once as its concurrency allows, the rest in the next', async () => {
+    await setup()
+    const gates: (() => void)[] = []
+    const batches: number[] = []
+    // Each unit of work waits for a gate of its own, as a batch waiting for its WAL's sync does.
+    const writer = new BatchWriter<SessionRecord>(
+      async (items) => {
+        batches.push(items.length)
+        await new Promise<void>((r) => gates.push(r))
+        await store.transaction((tx) => tx.sessions.insertMany(items))
+      },
+      { concurrency: 2 },
+    )
+    const started = performance.now()
+    const added: Promise<void>[] = []
+    for (let i = 0; i < 6; i++) {
+      added.push(writer.add(session('alice')))
+      await new Promise((r) => setTimeout(r, 3)) // each past the batching window
+    }
+    // Two begun at once; the other four wait for one of them to end.
+    expect(batches).toEqual([1, 1])
+    gates[1]?.()
+    await added[1]
+    await new Promise((r) => setImmediate(r)) // its end starts the next
+    expect(batches).toEqual([1, 1, 4])
+    expect(await store.repos.sessions.count()).toBe(1)
+    const drained = writer.drain()
+    gates[0]?.()
+    gates[2]?.()
+    await drained
+    await Promise.all(added)
+    expect(await store.repos.sessions.count()).toBe(6)
+    expect(writer.stats).toMatchObject({ writes: 3, committed: 6 })
+    // The time at least one was in flight, not the sum of theirs: never more than the time taken.
+    expect(writer.stats.seconds).toBeGreaterThan(0)
+    expect(writer.stats.seconds).toBeLessThanOrEqual((performance.now() - started) / 1000)
+  })
+
   it('drain commits everything queued, including what arrives while it waits', async () => {
     const { writer } = await setup()
     const items = Array.from({ length: 300 }, () => writer.add(session('alice')))

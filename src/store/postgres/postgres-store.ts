@@ -64,6 +64,8 @@ export interface OpenPgOptions {
 /** The PostgreSQL store: a pool per instance, units of work on one client, changes by NOTIFY. */
 export class PgStore implements Store {
   readonly kind = 'postgres'
+  /** One at a time: two at once compete for the same connections and cores (BatchWriter). */
+  readonly loginBatchesAtOnce = 1
   readonly repos: Repositories
   private readonly listener: ChangeListener
   private readonly loginNotices: LoginNotices

@@ -66,6 +66,12 @@ function facades(sync: SyncRepositories, run: Runner): Repositories {
 /** The embedded store: one better-sqlite3 connection, units of work serialised by a mutex. */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite'
+  /**
+   * Two: a batch on a file database waits for its WAL's sync after it commits and left the lock,
+   * and the next one commits meanwhile (WalSync answers them in order). In memory a batch is
+   * synchronous, and the second never overlaps.
+   */
+  readonly loginBatchesAtOnce = 2
   readonly repos: Repositories
   private readonly mutex = new Mutex()
   private readonly inTx: UnitOfWork

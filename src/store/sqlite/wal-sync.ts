@@ -47,13 +47,21 @@ export class WalSync {
     }
   }
 
-  /** Syncs the WAL: everything committed before the call is on disk once it resolves. */
+  /**
+   * Syncs the WAL: everything committed before the call is on disk once it resolves. Flushes settle
+   * in the order they were called, and one fails when an earlier one failed: a batch whose own sync
+   * ended first may sit in the WAL behind an earlier batch whose pages never reached the disk, and
+   * recovery stops at those (the WAL's checksums chain), so it is not on disk either.
+   */
   async flush(): Promise<void> {
     const fd = this.fd
     if (fd === undefined || this.unusable) throw new Error('the WAL is not open')
     this.syncing++
+    const earlier = this.last
+    const own = this.syncFile(fd).then(() => earlier)
+    this.last = own
     try {
-      await this.syncFile(fd)
+      await own
     } finally {
       this.syncing--
       if (this.syncing === 0 && this.unusable) this.release()
@@ -71,6 +79,8 @@ export class WalSync {
   }
 
   private syncing = 0
+  /** The latest flush: the next one settles after it, and fails with it. */
+  private last: Promise<void> = Promise.resolve()
 
   private release(): void {
     if (this.fd !== undefined) closeSync(this.fd)

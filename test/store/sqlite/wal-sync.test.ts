@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { AppError } from '../../../src/errors.js'
+import { SessionService } from '../../../src/identities/session-service.js'
 import { openDatabase } from '../../../src/store/sqlite/connection.js'
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { fdatasyncOffLoop, type SyncFile } from '../../../src/store/sqlite/wal-sync.js'
 import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, caller, login } from '../../helpers/app.js'
-import { insertIdentities, logins } from '../../helpers/records.js'
+import { identityRecord, insertIdentities, logins } from '../../helpers/records.js'
 
 /** A sync the test settles by hand; records the inode of each file it was asked to sync. */
 function heldSync() {
@@ -140,6 +141,69 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     const reopened = await reopen(store)
     expect(reopened.stale).toBe(false)
     expect((await reopened.repos.sessions.all()).map((s) => s.id)).toContain('alice-1')
+  })
+
+  it('answers batches in the order they committed, whichever sync ends first', async () => {
+    const { store, calls } = await heldStore()
+    const first = store.recordLogins(logins('alice', [1]))
+    const second = store.recordLogins(logins('alice', [2]))
+    expect(await settled(second)).toBe(false)
+    // Both committed, each waiting for its own sync.
+    expect(calls).toHaveLength(2)
+    calls[1]?.settle()
+    expect(await settled(second)).toBe(false)
+    expect(await settled(first)).toBe(false)
+    calls[0]?.settle()
+    expect(await first).toEqual([])
+    expect(await second).toEqual([])
+  })
+
+  it('commits the next login batch while the one before waits for its sync (the session service)', async () => {
+    const { store, calls } = await heldStore()
+    const sessions = new SessionService({
+      store,
+      identity: async () => undefined,
+      clock: () => new Date(),
+      timeoutMs: 60_000,
+    })
+    const alice = identityRecord('alice')
+    const first = sessions.open(alice, 'updb', '127.0.0.1')
+    expect(await settled(first)).toBe(false)
+    const second = sessions.open(alice, 'updb', '127.0.0.1')
+    expect(await settled(second)).toBe(false)
+    // Two batches committed, each waiting for its own sync; a third waits for one of them.
+    expect(calls).toHaveLength(2)
+    expect(await store.repos.sessions.count()).toBe(2)
+    const third = sessions.open(alice, 'updb', '127.0.0.1')
+    expect(await settled(third)).toBe(false)
+    expect(calls).toHaveLength(2)
+    calls[0]?.settle()
+    calls[1]?.settle()
+    await Promise.all([first, second])
+    expect(await settled(third)).toBe(false)
+    calls[2]?.settle()
+    await third
+    expect(await store.repos.sessions.count()).toBe(3)
+  })
+
+  it("refuses a later batch whose own sync ended, when an earlier batch's sync failed", async () => {
+    const { store, calls } = await heldStore()
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => 'stored',
+        (e: unknown) => (e instanceof AppError ? e.code : e),
+      )
+    const first = outcome(store.recordLogins(logins('alice', [1])))
+    const second = outcome(store.recordLogins(logins('alice', [2])))
+    expect(await settled(second)).toBe(false)
+    expect(calls).toHaveLength(2)
+    // The second batch sits in the WAL behind the first: recovery would stop at the first's
+    // missing pages and drop it as well, so it is not answered as stored.
+    calls[1]?.settle()
+    calls[0]?.settle(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+    expect(await first).toBe('SERVICE_UNAVAILABLE')
+    expect(await second).toBe('SERVICE_UNAVAILABLE')
+    expect(store.stale).toBe(true)
   })
 
   it('syncs the WAL of the real file when the database is opened through a symbolic link', async () => {
