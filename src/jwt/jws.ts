@@ -115,16 +115,32 @@ function checkKey(alg: string, spec: AlgSpec, key: KeyObject): void {
   }
 }
 
+// jose's reading of a JSON part: UTF-8 that is not well formed is refused, not replaced.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * A base64url part of a compact JWS (base64url text, checked by the caller) as JSON, read as
+ * strictly as jose reads it: a length one past a whole group of four is not base64 (Node's decoder
+ * would drop that character), and the bytes must be UTF-8. Throws on anything else.
+ */
+function jsonPart(encoded: string): unknown {
+  if (encoded.length % 4 === 1) throw new TypeError('not base64url')
+  return JSON.parse(strictUtf8.decode(Buffer.from(encoded, 'base64url')))
+}
+
+/** What jose takes for a JSON object: a parsed object, not an array or null. */
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
 function header(encoded: string): CompactJWSHeaderParameters {
   let parsed: unknown
   try {
-    parsed = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8'))
+    parsed = jsonPart(encoded)
   } catch {
     throw new errors.JWSInvalid('JWS Protected Header is invalid')
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new errors.JWSInvalid('JWS Protected Header is invalid')
-  }
+  if (!isJsonObject(parsed)) throw new errors.JWSInvalid('JWS Protected Header is invalid')
   return parsed as CompactJWSHeaderParameters // a JSON object; its members are checked below
 }
 
@@ -133,6 +149,50 @@ const BASE64URL = /^[\w-]*$/
 // The header UnsecuredJWT.decode requires; only the claims set of the token is validated with it.
 const UNSECURED_HEADER = Buffer.from('{"alg":"none"}').toString('base64url')
 
+/** A compact JWS split into its three parts, its protected header read (see `splitJws`). */
+export interface CompactJws {
+  encodedHeader: string
+  payload: string
+  signature: string
+  header: CompactJWSHeaderParameters
+}
+
+/**
+ * Splits a compact JWS and reads its protected header (a JSON object), once for every use: the
+ * header names the key, and `verifyJwt` takes the result instead of the token. Throws JWSInvalid.
+ *
+ * Speed path: a login read the token four times (jose's `decodeJwt` and `decodeProtectedHeader`
+ * before the check, this header and jose's claims after it), jose's base64url decoder a loop over
+ * `atob`'s characters on Node 20. Read once here with Node's decoder, RS256 logins of distinct
+ * tokens went 1.06 to 1.07 times as fast (paired turns as `npm run bench`, a Xeon VM).
+ */
+export function splitJws(token: string): CompactJws {
+  const parts = token.split('.')
+  // base64url text only: Node's decoders (and latin1, for the signed input) read only the low byte
+  // of a wider character, so a U+0165 would pass for an "e" that jose refuses.
+  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) {
+    throw new errors.JWSInvalid('Invalid Compact JWS')
+  }
+  const [encodedHeader, payload, signature] = parts as [string, string, string]
+  return { encodedHeader, payload, signature, header: header(encodedHeader) }
+}
+
+/**
+ * The claims set of a JWS, NOT verified: what picks the signer (`iss`) before any check. Read as
+ * jose's `decodeJwt` reads it; the claims a verification returns are read again by jose. Throws
+ * JWTInvalid.
+ */
+export function unverifiedClaims(jws: CompactJws): JWTPayload {
+  let parsed: unknown
+  try {
+    parsed = jsonPart(jws.payload)
+  } catch {
+    throw new errors.JWTInvalid('Failed to parse the decoded payload as JSON')
+  }
+  if (!isJsonObject(parsed)) throw new errors.JWTInvalid('Invalid JWT Claims Set')
+  return parsed
+}
+
 /**
  * Verifies a compact JWT as `jwtVerify(token, getKey, options)` would: protected header (no `crit`
  * extension is supported), allowed algorithm, key resolution and fit, signature, then the claims.
@@ -140,18 +200,13 @@ const UNSECURED_HEADER = Buffer.from('{"alg":"none"}').toString('base64url')
  * JWSSignatureVerificationFailed, JWTExpired, JWTClaimValidationFailed, JWTInvalid) or TypeError.
  */
 export async function verifyJwt(
-  token: string,
+  /** The token, or what `splitJws` read of it. */
+  token: string | CompactJws,
   getKey: GetKey,
   options: ClaimOptions,
 ): Promise<JWTPayload> {
-  const parts = token.split('.')
-  // base64url text only: Node's decoders (and latin1, for the signed input) read only the low byte
-  // of a wider character, so a U+0165 would pass for an "e" that jose refuses.
-  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) {
-    throw new errors.JWSInvalid('Invalid Compact JWS')
-  }
-  const [encodedHeader, payload, encodedSignature] = parts as [string, string, string]
-  const protectedHeader = header(encodedHeader)
+  const jws = typeof token === 'string' ? splitJws(token) : token
+  const { encodedHeader, payload, signature: encodedSignature, header: protectedHeader } = jws
   if (protectedHeader.crit !== undefined) {
     throw new errors.JOSENotSupported('no "crit" header parameter is supported')
   }

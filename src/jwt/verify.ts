@@ -1,6 +1,6 @@
-import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose'
+import { errors, type JWTPayload } from 'jose'
 import type { SignerRecord } from '../store/contract.js'
-import { verifyJwt } from './jws.js'
+import { type CompactJws, splitJws, unverifiedClaims, verifyJwt } from './jws.js'
 import type { SignerEntry, SignerKeys } from './signer-keys.js'
 import { breakRules, compileRules, reusableUntil } from './token-rules.js'
 
@@ -147,14 +147,16 @@ export async function verifyExternalJwt(
 ): Promise<VerifiedJwt> {
   if (token.length > MAX_TOKEN_BYTES) throw new JwtRejected('malformed', 'token longer than 8 KiB')
   if (!isCompactJws(token)) throw new JwtRejected('malformed', 'not a compact JWS')
+  // Read once: the header and the (unverified) issuer here, the same header for the verification.
+  let jws: CompactJws
   let iss: unknown
-  let kid: unknown
   try {
-    iss = decodeJwt(token).iss
-    kid = decodeProtectedHeader(token).kid
+    jws = splitJws(token)
+    iss = unverifiedClaims(jws).iss
   } catch {
     throw new JwtRejected('malformed', 'malformed token')
   }
+  const { kid } = jws.header
   if (typeof iss !== 'string') throw new JwtRejected('malformed', 'token has no iss claim')
   const entry: SignerEntry | undefined = await keys.resolve(iss)
   if (!entry?.signer.enabled)
@@ -194,13 +196,9 @@ export async function verifyExternalJwt(
     }
     const { certKey, keySet } = entry
     let payload: JWTPayload
-    if (certKey) payload = await verifyJwt(token, () => certKey, verifyOptions)
+    if (certKey) payload = await verifyJwt(jws, () => certKey, verifyOptions)
     else if (keySet) {
-      payload = await verifyJwt(
-        token,
-        (header, input) => keySet.getKey(header, input),
-        verifyOptions,
-      )
+      payload = await verifyJwt(jws, (header, input) => keySet.getKey(header, input), verifyOptions)
     } else throw new JwtRejected('unknown_kid', 'signer has no key material', signer.id, kid)
     const broken = breakRules(rules, payload, now.getTime(), toleranceMs)
     if (broken) {

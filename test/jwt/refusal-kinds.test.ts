@@ -173,6 +173,44 @@ describe('refusal kinds', () => {
     await s.close()
   })
 
+  it('reads the header and the claims set as strictly as jose, before anything else', async () => {
+    const s = await setup()
+    const [header, , signature] = (await sign({ sub: s.ids.alice })).split('.') as [
+      string,
+      string,
+      string,
+    ]
+    const b64 = (bytes: Buffer) => bytes.toString('base64url')
+    // JSON text of a whole number of base64 groups (a multiple of three bytes).
+    const whole = (json: string) => Buffer.from(json.padEnd(Math.ceil(json.length / 3) * 3, ' '))
+    const claims = JSON.stringify({ iss: ISSUER, aud: 'ziti', sub: s.ids.alice, exp: T + 600 })
+    const headerJson = Buffer.from(header, 'base64url').toString()
+    // The JSON object with one more member, a string holding the byte 0xff (never UTF-8).
+    const notUtf8 = (json: string) =>
+      Buffer.concat([
+        Buffer.from(`${json.slice(0, -1)},"x":"`),
+        Buffer.from([0xff]),
+        Buffer.from('"}'),
+      ])
+    for (const token of [
+      // A byte that is not UTF-8 in a string of the claims set, or of the header.
+      `${header}.${b64(notUtf8(claims))}.${signature}`,
+      `${b64(notUtf8(headerJson))}.${b64(Buffer.from(claims))}.${signature}`,
+      // One character past a whole group of four: not base64 (Node's decoder would drop it).
+      `${header}.${b64(whole(claims))}A.${signature}`,
+      `${b64(whole(headerJson))}A.${b64(Buffer.from(claims))}.${signature}`,
+      // JSON that is not an object.
+      `${header}.${b64(Buffer.from(`[${claims}]`))}.${signature}`,
+    ]) {
+      const refused = await s.refusal([token])
+      expect({ kind: refused.kind, reason: refused.reason }, token).toEqual({
+        kind: 'malformed',
+        reason: 'malformed token',
+      })
+    }
+    await s.close()
+  })
+
   it('labels a token without exp or kid as malformed', async () => {
     const s = await setup()
     const noExp = await sign({ sub: s.ids.alice, exp: undefined })
