@@ -113,6 +113,31 @@ describe('verifyJwt (node:crypto signatures, jose claims) agrees with jose jwtVe
     expect(await same(token, jwks)).toBe(`ok ${JSON.stringify(CLAIMS)}`)
   })
 
+  it('reads the protected header as strictly as jose: UTF-8, whole base64 groups, an object', async () => {
+    const rs = await keyPair('RS256')
+    const jwks = { keys: [rs.jwk] }
+    const [, payload, signature] = (await sign(rs, 'RS256')).split('.') as [string, string, string]
+    const json = JSON.stringify({ alg: 'RS256', kid: 'RS256' })
+    const b64 = (bytes: Buffer) => bytes.toString('base64url')
+    // A string member holding the byte 0xff, which is never UTF-8.
+    const notUtf8 = Buffer.concat([
+      Buffer.from(`${json.slice(0, -1)},"x":"`),
+      Buffer.from([0xff]),
+      Buffer.from('"}'),
+    ])
+    // Whole base64 groups (a multiple of three bytes), then one character more.
+    const whole = Buffer.from(json.padEnd(Math.ceil(json.length / 3) * 3, ' '))
+    for (const header of [
+      b64(notUtf8),
+      `${b64(whole)}A`,
+      b64(Buffer.from(`[${json}]`)),
+      b64(Buffer.from('null')),
+      '',
+    ]) {
+      expect(await same(`${header}.${payload}.${signature}`, jwks), header).toBe('JWSInvalid')
+    }
+  })
+
   it('refuses algorithms outside the list, alg none, HMAC and crit extensions', async () => {
     const rs = await keyPair('RS256')
     const jwks = { keys: [rs.jwk] }
