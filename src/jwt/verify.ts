@@ -146,15 +146,16 @@ export async function verifyExternalJwt(
   expectedSignerId?: string,
 ): Promise<VerifiedJwt> {
   if (token.length > MAX_TOKEN_BYTES) throw new JwtRejected('malformed', 'token longer than 8 KiB')
-  if (!isCompactJws(token)) throw new JwtRejected('malformed', 'not a compact JWS')
   // Read once: the header and the (unverified) issuer here, the same header for the verification.
   let jws: CompactJws
   let iss: unknown
   try {
-    jws = splitJws(token)
+    jws = splitJws(token) // checks the shape: three parts of base64url text
     iss = unverifiedClaims(jws).iss
   } catch {
-    throw new JwtRejected('malformed', 'malformed token')
+    // The shape is read again only to say why: any token not of it fails above.
+    const reason = isCompactJws(token) ? 'malformed token' : 'not a compact JWS'
+    throw new JwtRejected('malformed', reason)
   }
   const { kid } = jws.header
   if (typeof iss !== 'string') throw new JwtRejected('malformed', 'token has no iss claim')
