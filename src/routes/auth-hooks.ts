@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Socket } from 'node:net'
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
@@ -7,8 +6,8 @@ import type { IdentityRecord } from '../identities/identity-service.js'
 import type { ResolvedSession, SessionService } from '../identities/session-service.js'
 import type { ExternalJwtVerifier, SecondaryResult } from '../jwt/authenticate.js'
 import { bearerCandidates, bearerChallenge, bearerTokens } from '../jwt/challenge.js'
-import { VerifiedTokenCache } from '../jwt/verified-cache.js'
 import type { AuthPolicyRecord } from '../policies/auth-policy-service.js'
+import { ConnectionKeys } from './connection-keys.js'
 import type { AuthQuery } from './sessions/schemas.js'
 
 /** The caller's session, its token, and whether this request met the secondary factor. */
@@ -54,40 +53,8 @@ function sessionHeader(request: FastifyRequest): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined
 }
 
-/** The last bearer token each connection presented, with its cache key. */
-const lastBearer = new WeakMap<Socket, { token: string; key: string }>()
-
-/**
- * Whether two strings hold the same UTF-16 code units (lone surrogates too), in a time that
- * depends on their lengths alone: every code unit is read, whatever differs first.
- */
-export function sameCodeUnits(a: string, b: string): boolean {
-  if (a.length !== b.length) return false
-  let diff = 0
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return diff === 0
-}
-
-/**
- * The cache key of a token (its hash), taken once per connection for the token it repeats (a
- * client presents the same JWT on every request): hashed again only when the token differs. The
- * token is held only while its connection lives. Compared in constant time: behind a load
- * balancer one connection carries several clients' requests, and a comparison that stopped at the
- * first difference would time one client's token against another's.
- *
- * Speed path: the comparison is a loop over the code units, not `timingSafeEqual` on a UTF-16
- * copy of each token in a Buffer: with that copy the route with the factor made 0.84 of the
- * route without it on a Xeon VM, with the loop 0.87 to 0.88 (paired turns as `npm run bench`).
- */
-function connectionKeys(socket: Socket): (token: string) => string {
-  return (token) => {
-    const last = lastBearer.get(socket)
-    if (last && sameCodeUnits(last.token, token)) return last.key
-    const key = VerifiedTokenCache.key(token)
-    lastBearer.set(socket, { token, key })
-    return key
-  }
-}
+/** The cache key of each connection's repeated bearer token. */
+const connectionKeys = new ConnectionKeys()
 
 /** Evaluates the identity's secondary factor against the request's bearer tokens. */
 export async function evaluateSecondary(
@@ -102,11 +69,8 @@ export async function evaluateSecondary(
   if (!required) return { met: true }
   const headers = request.raw.rawHeaders
   const result =
-    deps.verifier.secondaryKept(
-      bearerCandidates(headers),
-      identity,
-      required,
-      connectionKeys(request.raw.socket),
+    deps.verifier.secondaryKept(bearerCandidates(headers), identity, required, (token) =>
+      connectionKeys.key(request.raw.socket, token),
     ) ?? (await deps.verifier.secondary(bearerTokens(headers), identity, required))
   deps.onSecondary?.(result)
   if (!result.met) {
