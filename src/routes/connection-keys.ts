@@ -4,7 +4,7 @@ import { VerifiedTokenCache } from '../jwt/verified-cache.js'
 const MAX_BYTES = 16 * 1024
 
 // The token of the request at hand as bytes, zero-padded to whole 32-bit words. One buffer for
-// every connection: it is written and compared in one synchronous step.
+// every connection: ConnectionKeys.key reads what it wrote before it calls anything else.
 const scratchWords = new Uint32Array(MAX_BYTES / 4)
 const scratch = Buffer.from(scratchWords.buffer)
 
@@ -37,7 +37,7 @@ function sameWords(kept: Uint32Array, words: number): boolean {
 }
 
 interface KeptToken {
-  /** The token's length in code units (the words' padding hides the last word's count). */
+  /** The token's length in code units: 'ab' and 'ab\0' have the same words, not this. */
   length: number
   /** The token, a byte per code unit, zero-padded to whole words. */
   words: Uint32Array
@@ -54,12 +54,11 @@ interface KeptToken {
  * The token is compared with the kept one in constant time (every word read, whatever differs
  * first): behind a load balancer one connection carries several clients' requests, and a
  * comparison that stopped at the first difference would time one client's token against
- * another's. Only the length shows, as it does in the hash's own time.
+ * another's. What shows is the length and whether the token is the kept one, not where it differs.
  *
- * Speed path: the token is copied into a buffer by Node's encoder and compared 32 bits at a time,
- * about 0.13 µs for a 270-character ES256 token; a loop over its code units with `charCodeAt`
- * took 1.0 to 1.3 µs on the header's slice of a string, and `timingSafeEqual` 0.23 µs of call
- * overhead alone.
+ * Speed path: Node's encoder copies the token and the words are compared 32 bits at a time; a
+ * `charCodeAt` loop over the header's slice of a string cost 8 to 10 times as much (`npm run
+ * bench`, goal 4, compares the route with and without the factor).
  */
 export class ConnectionKeys {
   private readonly kept = new WeakMap<object, KeptToken>()
@@ -73,8 +72,9 @@ export class ConnectionKeys {
     if (last !== undefined && last.length === token.length && sameWords(last.words, words)) {
       return last.key
     }
+    const kept = scratchWords.slice(0, words) // before keyOf, which may be anything
     const key = this.keyOf(token)
-    this.kept.set(connection, { length: token.length, words: scratchWords.slice(0, words), key })
+    this.kept.set(connection, { length: token.length, words: kept, key })
     return key
   }
 }

@@ -81,6 +81,20 @@ describe('ConnectionKeys', () => {
     expect(hashed).toHaveLength(3)
   })
 
+  it('keeps the bytes of the token it hashed, even when hashing uses another instance', () => {
+    // Every instance shares one scratch buffer: a key function that takes another key in between
+    // must not leave this connection holding that other token's bytes beside this token's key.
+    const inner = new ConnectionKeys()
+    const outer = new ConnectionKeys((token) => {
+      if (token === 'GOOD-TOKEN-ABCD') inner.key({}, 'EVIL-TOKEN-WXYZ') // as long as GOOD's
+      return VerifiedTokenCache.key(token)
+    })
+    const conn = {}
+    outer.key(conn, 'GOOD-TOKEN-ABCD')
+    expect(outer.key(conn, 'EVIL-TOKEN-WXYZ')).toBe(VerifiedTokenCache.key('EVIL-TOKEN-WXYZ'))
+    expect(outer.key(conn, 'GOOD-TOKEN-ABCD')).toBe(VerifiedTokenCache.key('GOOD-TOKEN-ABCD'))
+  })
+
   it('gives every token its own key, whatever came before on which connection', () => {
     // Short tokens over few code units (a NUL, Latin-1, a wide one, a lone surrogate): sequences
     // on three connections where tokens repeat, share prefixes and differ only in their padding.
