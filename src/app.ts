@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
+import { systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { controllerSelf } from './controllers/self.js'
 import type { ControllerDirectory } from './enrollment/controllers.js'
@@ -84,7 +85,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         options.caPem ?? options.https.cert.toString('utf8'),
       )
     : undefined
-  const clock = options.clock ?? (() => new Date())
+  const clock = options.clock ?? systemClock
   const lanes = new Lanes() // each added by the route it stands in for
   const lifecycle = options.lifecycle ?? new Lifecycle()
   const app = createFastify(options, lifecycle, lanes.lane)

@@ -90,10 +90,17 @@ export function bearerTokens(rawHeaders: string[]): string[] {
 
 const WHITESPACE = /\s/
 
+const SCHEME = 'bearer'
+
 function quickBearer(raw: string): string | undefined {
   // trim() removes exactly what \s matches: the value ends on a character of the token.
   const value = raw.trim()
-  if (value.length < 8 || value.slice(0, 6).toLowerCase() !== 'bearer') return undefined
+  if (value.length < 8) return undefined
+  // The scheme in any case, read code by code (no copies): `| 0x20` turns only 'B' into 'b', and
+  // so on for each letter of "bearer".
+  for (let i = 0; i < SCHEME.length; i++) {
+    if ((value.charCodeAt(i) | 0x20) !== SCHEME.charCodeAt(i)) return undefined
+  }
   if (!WHITESPACE.test(value.charAt(6))) return undefined
   return value.slice(7).trimStart()
 }

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { millisOf } from '../clock.js'
 
 /** What a verified token established: which signer vouched for which identity, until when. */
 export interface VerifiedEntry {
@@ -38,13 +39,18 @@ export class VerifiedTokenCache {
   /** The key set or used last (the map's last entry, unless it was deleted since). */
   private newest: string | undefined
 
+  /** Now, in milliseconds since the epoch (no Date made per lookup on the wall clock). */
+  private readonly now: () => number
+
   constructor(
-    private readonly clock: () => Date,
+    clock: () => Date,
     private readonly maxEntries = DEFAULT_CACHE_ENTRIES,
     /** Whether the signer still holds the kid: a verification that ends after a refresh retired
      * its key is not remembered (it would outlive the drop of that kid). */
     private readonly isLive: (signerId: string, kid: string) => boolean = () => true,
-  ) {}
+  ) {
+    this.now = millisOf(clock)
+  }
 
   static key(token: string): string {
     return hash('sha256', token, 'base64url')
@@ -57,7 +63,7 @@ export class VerifiedTokenCache {
   get(key: string): VerifiedEntry | undefined {
     const entry = this.entries.get(key)
     if (!entry) return undefined
-    if (entry.expiresAtMs <= this.clock().getTime()) {
+    if (entry.expiresAtMs <= this.now()) {
       this.entries.delete(key)
       return undefined
     }

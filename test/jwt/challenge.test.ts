@@ -42,7 +42,9 @@ describe('bearerCandidates', () => {
     'Bearer',
     'bearer',
     'BEARER',
+    'bEaReR',
     'Basic',
+    'Bearar',
     'Bearerx',
     ' ',
     '\t',
@@ -75,11 +77,24 @@ describe('bearerCandidates', () => {
 
   it('reads the examples as bearerTokens does', () => {
     const raw = (...values: string[]) => values.flatMap((v) => ['Authorization', v])
-    for (const v of [`Bearer ${TOKEN}`, ` bearer\t${TOKEN} `, `BEARER \u00a0${TOKEN}\ufeff`]) {
+    for (const v of [
+      `Bearer ${TOKEN}`,
+      ` bearer\t${TOKEN} `,
+      `BEARER \u00a0${TOKEN}\ufeff`,
+      `bEaReR ${TOKEN}`,
+    ]) {
       expect(bearerCandidates(raw(v))).toEqual([TOKEN])
       expect(bearerTokens(raw(v))).toEqual([TOKEN])
     }
-    for (const v of ['Bearer', 'Bearer ', `Bearer${TOKEN}`, `Basic ${TOKEN}`, `Bearerx ${TOKEN}`]) {
+    for (const v of [
+      'Bearer',
+      'Bearer ',
+      `Bearer${TOKEN}`,
+      `Basic ${TOKEN}`,
+      `Bearerx ${TOKEN}`,
+      `Bearar ${TOKEN}`,
+      `\u0002earer ${TOKEN}`,
+    ]) {
       expect(bearerCandidates(raw(v))).toEqual([])
       expect(bearerTokens(raw(v))).toEqual([])
     }
