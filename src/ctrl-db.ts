@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { ruleProblems } from './backups/integrity.js'
 import { defaultSnapshotDir, takeSnapshot } from './backups/snapshot.js'
+import { systemClock } from './clock.js'
 import { ConfigError, loadConfig } from './config.js'
 import { AppError, caughtMessage } from './errors.js'
 import { isPostgresUrl } from './store/open-store.js'
@@ -36,7 +37,7 @@ async function snapshot(args: string[]): Promise<number> {
   const result = await takeSnapshot({
     dir: config.snapshotDir ?? defaultSnapshotDir(db),
     keep: config.snapshotKeep,
-    clock: () => new Date(),
+    clock: systemClock,
     copy: (path) => backupFile(db, path),
     log: { error: () => {} },
   }).catch((err: unknown) => {
