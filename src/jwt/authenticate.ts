@@ -134,19 +134,25 @@ export class ExternalJwtVerifier {
       if (matched) return matched
     }
     this.stats.verified++
+    // Before the check reads the signer and the identity: a change during it leaves it unremembered.
+    const generation = this.cache.generation
     const verified = await verifyExternalJwt(token, this.keys, this.options, expectedSignerId)
     const identity = await matchIdentity(verified, this.lookup)
     const exp = verified.claims.exp as number // exp is required
     // Never one with whitespace, which no bearer token holds: secondaryKept's quick parse of the
     // headers relies on it (bearerCandidates).
     if (!hasWhitespace(token))
-      this.cache.set(key, {
-        signerId: verified.signer.id,
-        identityId: identity.id,
-        kid: verified.kid,
-        exp,
-        expiresAtMs: Math.min(this.cacheUntil(verified), verified.reusableUntilMs),
-      })
+      this.cache.set(
+        key,
+        {
+          signerId: verified.signer.id,
+          identityId: identity.id,
+          kid: verified.kid,
+          exp,
+          expiresAtMs: verified.reusableUntilMs,
+        },
+        generation,
+      )
     return { signer: verified.signer, identity, kid: verified.kid, exp }
   }
 
@@ -171,17 +177,6 @@ export class ExternalJwtVerifier {
     }
     this.stats.cacheHits++
     return { signer, identity, kid: hit.kid, exp: hit.exp }
-  }
-
-  /**
-   * Until when a verification may be reused: the token's expiry, and for a certificate signer no
-   * later than the end of its certificate's validity, when a fresh check would refuse the token.
-   */
-  private cacheUntil(verified: VerifiedJwt): number {
-    const tolerance = this.options.clockToleranceMs
-    const exp = (verified.claims.exp as number) * 1000 + tolerance // exp is required
-    const { notAfter } = verified.signer
-    return notAfter === null ? exp : Math.min(exp, Date.parse(notAfter) + tolerance)
   }
 
   /** The primary policy check: the identity's policy allows JWT login with this signer. */

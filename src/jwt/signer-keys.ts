@@ -9,6 +9,9 @@ export interface SignerKeyStatus extends KeySetStatus {
   source: 'certificate' | 'jwks'
 }
 
+/** How long a failed reread of a signer waits before it is tried again. */
+const RETRY_MS = 1000
+
 /** A signer with its key material ready for verification. */
 export interface SignerEntry {
   signer: SignerRecord
@@ -52,6 +55,18 @@ export class SignerKeys {
   private readonly pending = new Set<Promise<void>>()
   private readonly retiredListeners: ((signerId: string, kids: string[]) => void)[] = []
   private readonly fetchListeners: ((signerId: string, ok: boolean) => void)[] = []
+  /**
+   * Rereads started so far, numbered in the order they started: a read that started later saw the
+   * store as it was then or later, so an earlier read that ends after it must not undo it.
+   */
+  private reads = 0
+  /** Per signer, the number of the read (or local change) applied last (see `settle`). */
+  private readonly appliedRead = new Map<string, number>()
+  /** Signers whose reread failed: until a retry succeeds, every lookup rereads its signer. */
+  private readonly unsettled = new Set<string>()
+  /** A reread of every signer failed: the same, until a retry of it succeeds. */
+  private allUnsettled = false
+  private readonly retries = new Map<string, NodeJS.Timeout>()
 
   constructor(private readonly options: SignerKeysOptions) {}
 
@@ -118,33 +133,46 @@ export class SignerKeys {
 
   /**
    * The signer of an issuer as stored now: waits for rereads under way, and while changes may have
-   * been missed rereads the signer itself.
+   * been missed (or a reread failed) rereads the signer itself. Rejects when that read fails.
    */
   async resolve(issuer: string): Promise<SignerEntry | undefined> {
     if (this.pending.size > 0) await Promise.all(this.pending)
     const source = this.options.source
-    if (source?.stale()) {
+    if (source && (source.stale() || this.unsettled.size > 0 || this.allUnsettled)) {
+      const read = ++this.reads
       const stored = await source.byIssuer(issuer)
       const entry = this.byIssuer.get(issuer)
-      if (entry && entry.signer.id !== stored?.id)
-        this.apply({ type: 'delete', signer: entry.signer })
-      if (stored) this.reconcile(stored)
+      if (entry && entry.signer.id !== stored?.id && this.settle(entry.signer.id, read))
+        this.change({ type: 'delete', signer: entry.signer })
+      if (stored && this.settle(stored.id, read)) this.reconcile(stored)
     }
     return this.byIssuer.get(issuer)
   }
 
-  /** Rereads one signer (another instance changed it); lookups wait for it. */
+  /**
+   * Rereads one signer (another instance changed it); lookups wait for it. When the read fails,
+   * lookups reread their own signer until a retry (every RETRY_MS) succeeds: what this instance
+   * holds of that signer may be a version the store no longer has (a signer disabled elsewhere).
+   */
   reload(id: string): Promise<void> {
     const source = this.options.source
     if (!source) return Promise.resolve()
+    const read = ++this.reads
     const p: Promise<void> = source
       .byId(id)
-      .then((stored) => {
-        const entry = this.byId.get(id)
-        if (stored) this.reconcile(stored)
-        else if (entry) this.apply({ type: 'delete', signer: entry.signer })
-      })
-      .catch(() => {})
+      .then(
+        (stored) => {
+          this.unsettled.delete(id)
+          if (!this.settle(id, read)) return
+          const entry = this.byId.get(id)
+          if (stored) this.reconcile(stored)
+          else if (entry) this.change({ type: 'delete', signer: entry.signer })
+        },
+        (err: unknown) => {
+          this.unsettled.add(id)
+          this.retry(id, err, () => this.reload(id))
+        },
+      )
       .finally(() => this.pending.delete(p))
     this.pending.add(p)
     return p
@@ -154,26 +182,64 @@ export class SignerKeys {
   reloadAll(): Promise<void> {
     const source = this.options.source
     if (!source) return Promise.resolve()
+    const read = ++this.reads
     const p: Promise<void> = source
       .all()
-      .then((all) => {
-        const ids = new Set(all.map((s) => s.id))
-        for (const entry of [...this.byId.values()]) {
-          if (!ids.has(entry.signer.id)) this.apply({ type: 'delete', signer: entry.signer })
-        }
-        for (const stored of all) this.reconcile(stored)
-      })
-      .catch(() => {})
+      .then(
+        (all) => {
+          this.allUnsettled = false
+          const ids = new Set(all.map((s) => s.id))
+          for (const entry of [...this.byId.values()]) {
+            const { id } = entry.signer
+            if (!ids.has(id) && this.settle(id, read))
+              this.change({ type: 'delete', signer: entry.signer })
+          }
+          for (const stored of all) if (this.settle(stored.id, read)) this.reconcile(stored)
+        },
+        (err: unknown) => {
+          this.allUnsettled = true
+          this.retry('*', err, () => this.reloadAll())
+        },
+      )
       .finally(() => this.pending.delete(p))
     this.pending.add(p)
     return p
+  }
+
+  /**
+   * Whether a read numbered `read` may apply what it saw of a signer: not when a read that started
+   * later, or a change made here, was applied to it already. Records it when it may.
+   */
+  private settle(id: string, read: number): boolean {
+    if ((this.appliedRead.get(id) ?? 0) > read) return false
+    this.appliedRead.set(id, read)
+    return true
+  }
+
+  /** Tries a failed reread again in RETRY_MS (one retry at a time per signer), and says so once. */
+  private retry(id: string, err: unknown, again: () => Promise<void>): void {
+    if (this.retries.has(id)) return
+    this.options.log.warn(
+      {
+        signerId: id === '*' ? undefined : id,
+        error: err instanceof Error ? err.message : String(err),
+        retryInMs: RETRY_MS,
+      },
+      'signer reread failed; lookups read the store until it succeeds',
+    )
+    const timer = setTimeout(() => {
+      this.retries.delete(id)
+      void again()
+    }, RETRY_MS)
+    timer.unref()
+    this.retries.set(id, timer)
   }
 
   /** Applies a stored signer unless this instance already has that very version. */
   private reconcile(stored: SignerRecord): void {
     const entry = this.byId.get(stored.id)
     if (entry && entry.signer.updatedAt === stored.updatedAt) return
-    this.apply({ type: 'upsert', signer: stored, previous: entry?.signer })
+    this.change({ type: 'upsert', signer: stored, previous: entry?.signer })
   }
 
   getById(id: string): SignerEntry | undefined {
@@ -189,7 +255,13 @@ export class SignerKeys {
     return [...this.byId.values()].map((e) => e.signer).filter((s) => s.enabled)
   }
 
+  /** A change made through this instance: applied at once, and no reread under way undoes it. */
   apply(change: SignerChange): void {
+    this.appliedRead.set(change.signer.id, ++this.reads)
+    this.change(change)
+  }
+
+  private change(change: SignerChange): void {
     if (change.type === 'delete') this.remove(change.signer.id)?.keySet?.close()
     else this.upsert(change.signer, change.previous)
     for (const listener of this.listeners) listener(change.signer.id)
@@ -273,6 +345,8 @@ export class SignerKeys {
   }
 
   close(): void {
+    for (const timer of this.retries.values()) clearTimeout(timer)
+    this.retries.clear()
     for (const entry of this.byId.values()) entry.keySet?.close()
   }
 }

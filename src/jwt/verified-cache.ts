@@ -42,6 +42,12 @@ export class VerifiedTokenCache {
   /** Now, in milliseconds since the epoch (no Date made per lookup on the wall clock). */
   private readonly now: () => number
 
+  /**
+   * Moves on with every drop: a verification that began before a signer, its keys or an identity
+   * changed may have read what was true before, and `set` refuses to remember it.
+   */
+  private dropped = 0
+
   constructor(
     clock: () => Date,
     private readonly maxEntries = DEFAULT_CACHE_ENTRIES,
@@ -58,6 +64,12 @@ export class VerifiedTokenCache {
 
   get size(): number {
     return this.entries.size
+  }
+
+  /** Taken before a verification starts; `set` with it remembers the result only if nothing was
+   * dropped meanwhile. */
+  get generation(): number {
+    return this.dropped
   }
 
   get(key: string): VerifiedEntry | undefined {
@@ -77,8 +89,14 @@ export class VerifiedTokenCache {
     return entry
   }
 
-  set(key: string, entry: VerifiedEntry): void {
+  /**
+   * Remembers a verification. With `since` (the generation taken before it started), only if no
+   * drop happened since: a signer, key or identity change during the check (on this instance, or
+   * on another as its notification arrived) may have been missed by it.
+   */
+  set(key: string, entry: VerifiedEntry, since?: number): void {
     this.entries.delete(key)
+    if (since !== undefined && since !== this.dropped) return
     if (!this.isLive(entry.signerId, entry.kid)) return
     while (this.entries.size >= this.maxEntries) this.evictOldest()
     this.entries.set(key, entry)
@@ -96,12 +114,14 @@ export class VerifiedTokenCache {
 
   /** Forgets every token of a signer (it changed or went away). */
   dropSigner(signerId: string): void {
+    this.dropped++
     for (const [key, entry] of this.entries)
       if (entry.signerId === signerId) this.entries.delete(key)
   }
 
   /** Forgets every token verified with one of these kids of a signer (its provider retired them). */
   dropKids(signerId: string, kids: string[]): void {
+    this.dropped++
     const retired = new Set(kids)
     for (const [key, entry] of this.entries)
       if (entry.signerId === signerId && retired.has(entry.kid)) this.entries.delete(key)
@@ -109,11 +129,13 @@ export class VerifiedTokenCache {
 
   /** Forgets every token that named an identity (it changed or went away). */
   dropIdentity(identityId: string): void {
+    this.dropped++
     for (const [key, entry] of this.entries)
       if (entry.identityId === identityId) this.entries.delete(key)
   }
 
   clear(): void {
+    this.dropped++
     this.entries.clear()
   }
 }

@@ -75,7 +75,11 @@ export interface VerifiedJwt {
   signer: SignerRecord
   claims: JWTPayload
   kid: string
-  /** Until when (ms) this verification may be reused: exp, or sooner under `maxTokenAge`. */
+  /**
+   * Until when (ms) this verification may be reused, with the tolerance this check used (the
+   * signer's `clockSkew`, else the controller's): exp, or sooner under `maxTokenAge` or when a
+   * certificate signer's certificate ends, when a fresh check would refuse the token.
+   */
   reusableUntilMs: number
 }
 
@@ -206,7 +210,11 @@ export async function verifyExternalJwt(
       const rule = { path: broken.rule, message: broken.message }
       throw new JwtRejected(broken.kind, broken.reason, signer.id, kid, { rule })
     }
-    const reusableUntilMs = reusableUntil(rules, payload, toleranceMs)
+    const certificateEndsMs =
+      signer.notAfter === null
+        ? Number.POSITIVE_INFINITY
+        : Date.parse(signer.notAfter) + toleranceMs
+    const reusableUntilMs = Math.min(reusableUntil(rules, payload, toleranceMs), certificateEndsMs)
     return { signer, claims: payload, kid, reusableUntilMs }
   } catch (err) {
     throw rejection(err, signer.id, kid)

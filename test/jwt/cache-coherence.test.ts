@@ -1,0 +1,276 @@
+import { beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
+import { JwksFetcher } from '../../src/jwt/jwks-fetch.js'
+import { type SignerKeys, SignerKeys as SignerKeysClass } from '../../src/jwt/signer-keys.js'
+import { VerifiedTokenCache } from '../../src/jwt/verified-cache.js'
+import { JwtRejected } from '../../src/jwt/verify.js'
+import type { SignerRecord } from '../../src/store/contract.js'
+import { testClock } from '../helpers/app.js'
+import { makeCert, type TestCert } from '../helpers/certs.js'
+import { signJwt } from '../helpers/jwt.js'
+import { signerRecord } from '../helpers/records.js'
+import { testServices } from '../helpers/services.js'
+import { openTestStore } from '../helpers/stores.js'
+
+const NOW = '2026-11-22T08:00:00.000Z'
+
+let first: TestCert
+let second: TestCert
+beforeAll(async () => {
+  ;[first, second] = await Promise.all([makeCert(), makeCert()])
+})
+
+async function refusal(p: Promise<unknown>): Promise<JwtRejected> {
+  try {
+    await p
+  } catch (err) {
+    if (err instanceof JwtRejected) return err
+    throw err
+  }
+  throw new Error('the token was accepted')
+}
+
+describe('VerifiedTokenCache generation', () => {
+  it('refuses to remember a verification that began before any drop', () => {
+    const cache = new VerifiedTokenCache(() => new Date())
+    const entry = { signerId: 's', identityId: 'i', kid: 'k', exp: 0, expiresAtMs: 8e15 }
+    const drops: ((c: VerifiedTokenCache) => void)[] = [
+      (c) => c.dropSigner('other'),
+      (c) => c.dropKids('other', ['k']),
+      (c) => c.dropIdentity('other'),
+      (c) => c.clear(),
+    ]
+    for (const drop of drops) {
+      const since = cache.generation
+      drop(cache)
+      cache.set('key', entry, since)
+      expect(cache.get('key')).toBeUndefined()
+      cache.set('key', entry, cache.generation)
+      expect(cache.get('key')).toEqual(entry)
+      cache.clear()
+    }
+  })
+})
+
+describe('a change while a token is being checked', () => {
+  async function setup(config: Parameters<typeof testServices>[2] = {}) {
+    const store = await openTestStore('sqlite')
+    onTestFinished(() => store.close())
+    const clock = testClock(NOW)
+    const services = await testServices(store, clock, config)
+    const alice = await services.identities.create({ name: 'alice' })
+    return { services, clock, alice }
+  }
+
+  it('does not remember a token checked with the certificate a PATCH replaced meanwhile', async () => {
+    const { services, clock, alice } = await setup()
+    const signer = await services.signers.create({
+      name: 'rotating',
+      enabled: true,
+      issuer: 'https://rotating.example',
+      audience: 'ziti',
+      certPem: first.certPem,
+      kid: 'k1',
+    })
+    const claims = { iss: 'https://rotating.example', aud: 'ziti', sub: alice.id }
+    const old = await signJwt(first.privateKey, claims, { kid: 'k1', now: clock() })
+    // The check has read the signer and waits for its signature when the certificate is replaced
+    // (same kid), as a PATCH through this instance replaces it.
+    const inFlight = services.verifier.authenticate([old])
+    const rotated: SignerRecord = {
+      ...signer,
+      certPem: second.certPem,
+      updatedAt: '2026-11-22T08:00:01.000Z',
+    }
+    services.changes.emit({
+      entity: 'signer',
+      op: 'upsert',
+      id: signer.id,
+      remote: false,
+      record: rotated,
+      previous: signer,
+    })
+    // It began before the change: it answers as the signer was then.
+    expect((await inFlight).identity.id).toBe(alice.id)
+    // It is not remembered: the same token now meets the new certificate, and fails.
+    const again = await refusal(services.verifier.authenticate([old]))
+    expect(again.kind).toBe('bad_signature')
+    // A token of the new key is remembered as before.
+    const fresh = await signJwt(second.privateKey, claims, { kid: 'k1', now: clock() })
+    const before = services.verifier.stats.cacheHits
+    for (let i = 0; i < 3; i++) await services.verifier.authenticate([fresh])
+    expect(services.verifier.stats.cacheHits).toBe(before + 2)
+  })
+
+  it('does not remember a token whose identity changed on another instance during its check', async () => {
+    const { services, clock, alice } = await setup()
+    await services.signers.create({
+      name: 'plain',
+      enabled: true,
+      issuer: 'https://plain.example',
+      audience: 'ziti',
+      certPem: first.certPem,
+      kid: 'k1',
+    })
+    const token = await signJwt(
+      first.privateKey,
+      { iss: 'https://plain.example', aud: 'ziti', sub: alice.id },
+      { kid: 'k1', now: clock() },
+    )
+    const inFlight = services.verifier.authenticate([token])
+    // Another instance's notification that alice changed (her externalId, say), arriving while
+    // the signature is being checked: what the check read of her may be out of date.
+    services.changes.emit({ entity: 'identity', op: 'upsert', id: alice.id, remote: true })
+    expect((await inFlight).identity.id).toBe(alice.id)
+    expect(services.verifier.stats).toEqual({ verified: 1, cacheHits: 0 })
+    // Checked afresh, then remembered.
+    await services.verifier.authenticate([token])
+    await services.verifier.authenticate([token])
+    expect(services.verifier.stats).toEqual({ verified: 2, cacheHits: 1 })
+  })
+
+  it("ends a remembered token with the certificate, by the signer's own clockSkew", async () => {
+    const notAfter = new Date(Date.parse(NOW) + 60_000)
+    const short = await makeCert({ notAfter })
+    const { services, clock, alice } = await setup({ jwtClockToleranceMs: 30_000 })
+    await services.signers.create({
+      name: 'strict',
+      enabled: true,
+      issuer: 'https://strict.example',
+      audience: 'ziti',
+      certPem: short.certPem,
+      kid: 'k1',
+      tokenRules: { clockSkew: '0s' },
+    })
+    const token = await signJwt(
+      short.privateKey,
+      { iss: 'https://strict.example', aud: 'ziti', sub: alice.id },
+      { kid: 'k1', now: clock() },
+    )
+    for (let i = 0; i < 2; i++) await services.verifier.authenticate([token])
+    expect(services.verifier.stats.cacheHits).toBe(1)
+    // Ten seconds past the certificate's end: within the controller's 30 s tolerance, not the
+    // signer's 0 s, which a fresh check applies. The remembered verification ends with it.
+    clock.set(new Date(notAfter.getTime() + 10_000).toISOString())
+    const late = await refusal(services.verifier.authenticate([token]))
+    expect(late.kind).toBe('unknown_kid')
+    expect(late.reason).toMatch(/validity/)
+  })
+})
+
+describe('SignerKeys rereads', () => {
+  /** A stored signer as another instance left it, read through a source the test controls. */
+  function setup() {
+    const stored = new Map<string, SignerRecord>()
+    const calls = { byId: 0, byIssuer: 0 }
+    let failing = false
+    const held: { id: string; release: () => void }[] = []
+    let holding = false
+    const source = {
+      async byId(id: string) {
+        calls.byId++
+        const snapshot = stored.get(id)
+        if (holding) await new Promise<void>((release) => held.push({ id, release }))
+        if (failing) throw new Error('timeout exceeded when trying to connect')
+        return snapshot
+      },
+      async byIssuer(issuer: string) {
+        calls.byIssuer++
+        if (failing) throw new Error('timeout exceeded when trying to connect')
+        return [...stored.values()].find((s) => s.issuer === issuer)
+      },
+      async all() {
+        if (failing) throw new Error('timeout exceeded when trying to connect')
+        return [...stored.values()]
+      },
+      stale: () => false,
+    }
+    const fetcher = new JwksFetcher({
+      policy: { allowHttp: true, blockPrivate: false },
+      timeoutMs: 1000,
+    })
+    const warnings: string[] = []
+    const keys: SignerKeys = new SignerKeysClass({
+      source,
+      fetcher,
+      clock: testClock(NOW),
+      cooldownMs: 60_000,
+      maxAgeMs: 60_000,
+      log: { info: () => {}, warn: (_obj, msg) => warnings.push(msg) },
+    })
+    onTestFinished(async () => {
+      keys.close()
+      await fetcher.close()
+    })
+    return {
+      stored,
+      calls,
+      keys,
+      warnings,
+      held,
+      fail: (on: boolean) => {
+        failing = on
+      },
+      hold: (on: boolean) => {
+        holding = on
+      },
+    }
+  }
+
+  it('rereads a signer at every lookup while its reread after a change failed, until a retry succeeds', async () => {
+    const t = setup()
+    const signer = signerRecord('s1', 'default', NOW)
+    t.stored.set(signer.id, signer)
+    t.keys.load([signer])
+    // Another instance disables it; this instance's reread of it fails.
+    t.stored.set(signer.id, { ...signer, enabled: false, updatedAt: '2026-11-22T08:00:05.000Z' })
+    t.fail(true)
+    await t.keys.reload(signer.id)
+    expect(t.warnings).toContain('signer reread failed; lookups read the store until it succeeds')
+    // A lookup meanwhile cannot trust what it holds: it reads the store, and fails with it.
+    await expect(t.keys.resolve(signer.issuer)).rejects.toThrow(/timeout/)
+    t.fail(false)
+    expect((await t.keys.resolve(signer.issuer))?.signer.enabled).toBe(false)
+    // The retry (a second later) succeeds: lookups answer from memory again.
+    await vi.waitFor(() => expect(t.calls.byId).toBe(2), { timeout: 5000 })
+    await vi.waitFor(async () => {
+      const before = t.calls.byIssuer
+      await t.keys.resolve(signer.issuer)
+      expect(t.calls.byIssuer).toBe(before)
+    })
+    expect(t.keys.getById(signer.id)?.signer.enabled).toBe(false)
+  })
+
+  it('keeps the newer version when an earlier reread ends after a later one', async () => {
+    const t = setup()
+    const v1 = signerRecord('s1', 'default', NOW)
+    t.stored.set(v1.id, v1)
+    t.keys.load([v1])
+    t.hold(true)
+    t.stored.set(v1.id, { ...v1, audience: 'second', updatedAt: '2026-11-22T08:00:01.000Z' })
+    const earlier = t.keys.reload(v1.id)
+    t.stored.set(v1.id, { ...v1, audience: 'third', updatedAt: '2026-11-22T08:00:02.000Z' })
+    const later = t.keys.reload(v1.id)
+    expect(t.held.length).toBe(2)
+    t.held[1]?.release()
+    await later
+    expect(t.keys.getById(v1.id)?.signer.audience).toBe('third')
+    t.held[0]?.release()
+    await earlier
+    expect(t.keys.getById(v1.id)?.signer.audience).toBe('third')
+  })
+
+  it('keeps a change made through this instance over a reread that began before it', async () => {
+    const t = setup()
+    const v1 = signerRecord('s1', 'default', NOW)
+    t.stored.set(v1.id, v1)
+    t.keys.load([v1])
+    t.hold(true)
+    const reread = t.keys.reload(v1.id) // sees v1
+    const mine = { ...v1, enabled: false, updatedAt: '2026-11-22T08:00:03.000Z' }
+    t.stored.set(v1.id, mine)
+    t.keys.apply({ type: 'upsert', signer: mine, previous: v1 })
+    t.held[0]?.release()
+    await reread
+    expect(t.keys.getById(v1.id)?.signer.enabled).toBe(false)
+  })
+})
