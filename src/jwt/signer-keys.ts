@@ -67,6 +67,9 @@ export class SignerKeys {
   /** A reread of every signer failed: the same, until a retry of it succeeds. */
   private allUnsettled = false
   private readonly retries = new Map<string, NodeJS.Timeout>()
+  /** Rereads sent to the store and not answered yet. */
+  private readsUnderWay = 0
+  private closed = false
 
   constructor(private readonly options: SignerKeysOptions) {}
 
@@ -133,14 +136,20 @@ export class SignerKeys {
 
   /**
    * The signer of an issuer as stored now: waits for rereads under way, and while changes may have
-   * been missed (or a reread failed) rereads the signer itself. Rejects when that read fails.
+   * been missed (or a reread of this issuer's signer failed) rereads the signer itself. Rejects
+   * when that read fails.
    */
   async resolve(issuer: string): Promise<SignerEntry | undefined> {
     if (this.pending.size > 0) await Promise.all(this.pending)
     const source = this.options.source
-    if (source && (source.stale() || this.unsettled.size > 0 || this.allUnsettled)) {
-      const read = ++this.reads
-      const stored = await source.byIssuer(issuer)
+    if (source && this.mustReread(source, issuer)) {
+      const read = this.startRead()
+      let stored: SignerRecord | undefined
+      try {
+        stored = await source.byIssuer(issuer)
+      } finally {
+        this.readsUnderWay--
+      }
       const entry = this.byIssuer.get(issuer)
       if (entry && entry.signer.id !== stored?.id && this.settle(entry.signer.id, read))
         this.change({ type: 'delete', signer: entry.signer })
@@ -150,60 +159,78 @@ export class SignerKeys {
   }
 
   /**
-   * Rereads one signer (another instance changed it); lookups wait for it. When the read fails,
-   * lookups reread their own signer until a retry (every RETRY_MS) succeeds: what this instance
-   * holds of that signer may be a version the store no longer has (a signer disabled elsewhere).
+   * Whether a lookup of `issuer` must read its signer from the store: changes may have been missed,
+   * or a reread failed of this issuer's signer, of every signer, or (for an issuer this instance
+   * does not know) of any signer, which may have taken this issuer since.
    */
-  reload(id: string): Promise<void> {
+  private mustReread(source: SignerSource, issuer: string): boolean {
+    if (source.stale() || this.allUnsettled) return true
+    if (this.unsettled.size === 0) return false
+    const entry = this.byIssuer.get(issuer)
+    return entry === undefined || this.unsettled.has(entry.signer.id)
+  }
+
+  /**
+   * Rereads one signer (another instance changed it); lookups wait for it. When the read fails,
+   * lookups of that signer reread it themselves until a retry (every RETRY_MS, not waited for)
+   * succeeds: what this instance holds of it may be a version the store no longer has (a signer
+   * disabled elsewhere).
+   */
+  reload(id: string, waited = true): Promise<void> {
     const source = this.options.source
-    if (!source) return Promise.resolve()
-    const read = ++this.reads
+    if (!source || this.closed) return Promise.resolve()
+    const read = this.startRead()
     const p: Promise<void> = source
       .byId(id)
-      .then(
-        (stored) => {
-          this.unsettled.delete(id)
-          if (!this.settle(id, read)) return
-          const entry = this.byId.get(id)
-          if (stored) this.reconcile(stored)
-          else if (entry) this.change({ type: 'delete', signer: entry.signer })
-        },
-        (err: unknown) => {
-          this.unsettled.add(id)
-          this.retry(id, err, () => this.reload(id))
-        },
-      )
+      .finally(() => this.readsUnderWay--)
+      .then((stored) => {
+        this.unsettled.delete(id)
+        if (!this.settle(id, read)) return
+        const entry = this.byId.get(id)
+        if (stored) this.reconcile(stored)
+        else if (entry) this.change({ type: 'delete', signer: entry.signer })
+      })
+      .catch((err: unknown) => {
+        const first = !this.unsettled.has(id)
+        this.unsettled.add(id)
+        this.retry(id, err, first, () => this.reload(id, false))
+      })
       .finally(() => this.pending.delete(p))
-    this.pending.add(p)
+    if (waited) this.pending.add(p)
     return p
   }
 
   /** Rereads every signer (notifications were lost and are back); lookups wait for it. */
-  reloadAll(): Promise<void> {
+  reloadAll(waited = true): Promise<void> {
     const source = this.options.source
-    if (!source) return Promise.resolve()
-    const read = ++this.reads
+    if (!source || this.closed) return Promise.resolve()
+    const read = this.startRead()
     const p: Promise<void> = source
       .all()
-      .then(
-        (all) => {
-          this.allUnsettled = false
-          const ids = new Set(all.map((s) => s.id))
-          for (const entry of [...this.byId.values()]) {
-            const { id } = entry.signer
-            if (!ids.has(id) && this.settle(id, read))
-              this.change({ type: 'delete', signer: entry.signer })
-          }
-          for (const stored of all) if (this.settle(stored.id, read)) this.reconcile(stored)
-        },
-        (err: unknown) => {
-          this.allUnsettled = true
-          this.retry('*', err, () => this.reloadAll())
-        },
-      )
+      .finally(() => this.readsUnderWay--)
+      .then((all) => {
+        this.allUnsettled = false
+        const ids = new Set(all.map((s) => s.id))
+        for (const entry of [...this.byId.values()]) {
+          const { id } = entry.signer
+          if (!ids.has(id) && this.settle(id, read))
+            this.change({ type: 'delete', signer: entry.signer })
+        }
+        for (const stored of all) if (this.settle(stored.id, read)) this.reconcile(stored)
+      })
+      .catch((err: unknown) => {
+        const first = !this.allUnsettled
+        this.allUnsettled = true
+        this.retry('*', err, first, () => this.reloadAll(false))
+      })
       .finally(() => this.pending.delete(p))
-    this.pending.add(p)
+    if (waited) this.pending.add(p)
     return p
+  }
+
+  private startRead(): number {
+    this.readsUnderWay++
+    return ++this.reads
   }
 
   /**
@@ -216,20 +243,25 @@ export class SignerKeys {
     return true
   }
 
-  /** Tries a failed reread again in RETRY_MS (one retry at a time per signer), and says so once. */
-  private retry(id: string, err: unknown, again: () => Promise<void>): void {
-    if (this.retries.has(id)) return
-    this.options.log.warn(
-      {
-        signerId: id === '*' ? undefined : id,
-        error: err instanceof Error ? err.message : String(err),
-        retryInMs: RETRY_MS,
-      },
-      'signer reread failed; lookups read the store until it succeeds',
-    )
+  /**
+   * Tries a failed reread again in RETRY_MS, one retry at a time per signer, until it succeeds or
+   * this closes; the first failure of a series is logged.
+   */
+  private retry(id: string, err: unknown, first: boolean, again: () => Promise<void>): void {
+    if (this.closed || this.retries.has(id)) return
+    if (first) {
+      this.options.log.warn(
+        {
+          signerId: id === '*' ? undefined : id,
+          error: err instanceof Error ? err.message : String(err),
+          retryEveryMs: RETRY_MS,
+        },
+        'signer reread failed; lookups read the store until it succeeds',
+      )
+    }
     const timer = setTimeout(() => {
       this.retries.delete(id)
-      void again()
+      if (!this.closed) void again()
     }, RETRY_MS)
     timer.unref()
     this.retries.set(id, timer)
@@ -255,10 +287,16 @@ export class SignerKeys {
     return [...this.byId.values()].map((e) => e.signer).filter((s) => s.enabled)
   }
 
-  /** A change made through this instance: applied at once, and no reread under way undoes it. */
+  /**
+   * A change made through this instance: applied at once, and no reread under way undoes it. A
+   * reread under way may have started after another instance changed the signer again (its
+   * notification can come in before this instance applies its own commit): one more reread, which
+   * starts after both, settles which version is the store's.
+   */
   apply(change: SignerChange): void {
     this.appliedRead.set(change.signer.id, ++this.reads)
     this.change(change)
+    if (this.readsUnderWay > 0) void this.reload(change.signer.id)
   }
 
   private change(change: SignerChange): void {
@@ -345,6 +383,7 @@ export class SignerKeys {
   }
 
   close(): void {
+    this.closed = true
     for (const timer of this.retries.values()) clearTimeout(timer)
     this.retries.clear()
     for (const entry of this.byId.values()) entry.keySet?.close()

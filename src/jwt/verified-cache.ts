@@ -17,6 +17,16 @@ export interface VerifiedEntry {
 
 export const DEFAULT_CACHE_ENTRIES = 10_000
 
+/** Drops remembered by what they were about; a check that saw more of them is not remembered. */
+const RECENT_DROPS = 64
+
+/** One drop: of a signer (or of some of its keys), of an identity, or of everything. */
+interface Drop {
+  signerId?: string
+  identityId?: string
+  all?: true
+}
+
 /**
  * A bounded cache of verified tokens, keyed by the SHA-256 of the token (never the token itself).
  * Entries end at the token's expiry; the least recently used entry goes when the cache is full, so
@@ -47,6 +57,8 @@ export class VerifiedTokenCache {
    * changed may have read what was true before, and `set` refuses to remember it.
    */
   private dropped = 0
+  /** What the last RECENT_DROPS drops were about, oldest first (`all`: the whole cache). */
+  private readonly recent: Drop[] = []
 
   constructor(
     clock: () => Date,
@@ -66,10 +78,31 @@ export class VerifiedTokenCache {
     return this.entries.size
   }
 
-  /** Taken before a verification starts; `set` with it remembers the result only if nothing was
-   * dropped meanwhile. */
+  /**
+   * Taken before a verification starts; `set` with it remembers the result only if nothing it may
+   * have relied on (its signer, its identity) was dropped meanwhile.
+   */
   get generation(): number {
     return this.dropped
+  }
+
+  private noteDrop(drop: Drop): void {
+    this.dropped++
+    this.recent.push(drop)
+    if (this.recent.length > RECENT_DROPS) this.recent.shift()
+  }
+
+  /** Whether a drop since generation `since` concerns this entry (or is too old to tell). */
+  private droppedSince(since: number, entry: VerifiedEntry): boolean {
+    const count = this.dropped - since
+    if (count === 0) return false
+    if (count > this.recent.length) return true
+    for (let i = this.recent.length - count; i < this.recent.length; i++) {
+      const drop = this.recent[i] as Drop // within the ring, as counted above
+      if (drop.all || drop.signerId === entry.signerId || drop.identityId === entry.identityId)
+        return true
+    }
+    return false
   }
 
   get(key: string): VerifiedEntry | undefined {
@@ -90,13 +123,14 @@ export class VerifiedTokenCache {
   }
 
   /**
-   * Remembers a verification. With `since` (the generation taken before it started), only if no
-   * drop happened since: a signer, key or identity change during the check (on this instance, or
-   * on another as its notification arrived) may have been missed by it.
+   * Remembers a verification. With `since` (the generation taken before it started), only if none
+   * of its signer, that signer's keys, its identity, or the whole cache was dropped since: a change
+   * during the check (on this instance, or on another as its notification arrived) may have been
+   * missed by it. Drops of other signers and identities (a burst of enrollments, say) do not count.
    */
   set(key: string, entry: VerifiedEntry, since?: number): void {
     this.entries.delete(key)
-    if (since !== undefined && since !== this.dropped) return
+    if (since !== undefined && this.droppedSince(since, entry)) return
     if (!this.isLive(entry.signerId, entry.kid)) return
     while (this.entries.size >= this.maxEntries) this.evictOldest()
     this.entries.set(key, entry)
@@ -114,14 +148,14 @@ export class VerifiedTokenCache {
 
   /** Forgets every token of a signer (it changed or went away). */
   dropSigner(signerId: string): void {
-    this.dropped++
+    this.noteDrop({ signerId })
     for (const [key, entry] of this.entries)
       if (entry.signerId === signerId) this.entries.delete(key)
   }
 
   /** Forgets every token verified with one of these kids of a signer (its provider retired them). */
   dropKids(signerId: string, kids: string[]): void {
-    this.dropped++
+    this.noteDrop({ signerId })
     const retired = new Set(kids)
     for (const [key, entry] of this.entries)
       if (entry.signerId === signerId && retired.has(entry.kid)) this.entries.delete(key)
@@ -129,13 +163,13 @@ export class VerifiedTokenCache {
 
   /** Forgets every token that named an identity (it changed or went away). */
   dropIdentity(identityId: string): void {
-    this.dropped++
+    this.noteDrop({ identityId })
     for (const [key, entry] of this.entries)
       if (entry.identityId === identityId) this.entries.delete(key)
   }
 
   clear(): void {
-    this.dropped++
+    this.noteDrop({ all: true })
     this.entries.clear()
   }
 }

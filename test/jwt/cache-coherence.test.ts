@@ -30,24 +30,40 @@ async function refusal(p: Promise<unknown>): Promise<JwtRejected> {
 }
 
 describe('VerifiedTokenCache generation', () => {
-  it('refuses to remember a verification that began before any drop', () => {
+  const entry = { signerId: 's', identityId: 'i', kid: 'k', exp: 0, expiresAtMs: 8e15 }
+
+  it('refuses to remember a verification that began before a drop of its signer, keys or identity', () => {
     const cache = new VerifiedTokenCache(() => new Date())
-    const entry = { signerId: 's', identityId: 'i', kid: 'k', exp: 0, expiresAtMs: 8e15 }
     const drops: ((c: VerifiedTokenCache) => void)[] = [
-      (c) => c.dropSigner('other'),
-      (c) => c.dropKids('other', ['k']),
-      (c) => c.dropIdentity('other'),
+      (c) => c.dropSigner('s'),
+      (c) => c.dropKids('s', ['k']),
+      (c) => c.dropIdentity('i'),
       (c) => c.clear(),
     ]
     for (const drop of drops) {
       const since = cache.generation
       drop(cache)
+      cache.dropIdentity('someone else') // later drops of others do not hide it
       cache.set('key', entry, since)
       expect(cache.get('key')).toBeUndefined()
       cache.set('key', entry, cache.generation)
       expect(cache.get('key')).toEqual(entry)
       cache.clear()
     }
+  })
+
+  it('remembers it past drops of other signers and identities, unless too many to tell', () => {
+    const cache = new VerifiedTokenCache(() => new Date())
+    let since = cache.generation
+    cache.dropSigner('other')
+    cache.dropKids('other', ['k'])
+    cache.dropIdentity('someone else')
+    cache.set('key', entry, since)
+    expect(cache.get('key')).toEqual(entry)
+    since = cache.generation
+    for (let i = 0; i < 65; i++) cache.dropIdentity(`enrolled-${i}`)
+    cache.set('other key', entry, since)
+    expect(cache.get('other key')).toBeUndefined()
   })
 })
 
@@ -266,11 +282,74 @@ describe('SignerKeys rereads', () => {
     t.keys.load([v1])
     t.hold(true)
     const reread = t.keys.reload(v1.id) // sees v1
+    t.hold(false)
     const mine = { ...v1, enabled: false, updatedAt: '2026-11-22T08:00:03.000Z' }
     t.stored.set(v1.id, mine)
     t.keys.apply({ type: 'upsert', signer: mine, previous: v1 })
     t.held[0]?.release()
     await reread
+    await t.keys.resolve(v1.issuer) // waits for the reread the change started
     expect(t.keys.getById(v1.id)?.signer.enabled).toBe(false)
+  })
+
+  it("ends on the store's version when another instance's change is heard before this one's own", async () => {
+    const t = setup()
+    const v1 = signerRecord('s1', 'default', NOW)
+    t.stored.set(v1.id, v1)
+    t.keys.load([v1])
+    // This instance commits v2; another instance commits v3 right after, and its notification is
+    // read before this instance applies its own commit: the reread sees v3.
+    const v2 = { ...v1, audience: 'mine', updatedAt: '2026-11-22T08:00:01.000Z' }
+    const v3 = { ...v1, enabled: false, updatedAt: '2026-11-22T08:00:02.000Z' }
+    t.stored.set(v1.id, v3)
+    t.hold(true)
+    const reread = t.keys.reload(v1.id)
+    t.hold(false)
+    t.keys.apply({ type: 'upsert', signer: v2, previous: v1 })
+    t.held[0]?.release()
+    await reread
+    await t.keys.resolve(v1.issuer)
+    expect(t.keys.getById(v1.id)?.signer).toEqual(v3)
+  })
+
+  it('rereads at every lookup while a reread of every signer failed, until a retry succeeds', async () => {
+    const t = setup()
+    const v1 = signerRecord('s1', 'default', NOW)
+    t.stored.set(v1.id, v1)
+    t.keys.load([v1])
+    t.stored.delete(v1.id) // deleted elsewhere while this instance was not listening
+    t.fail(true)
+    await t.keys.reloadAll()
+    t.fail(false)
+    const before = t.calls.byIssuer
+    expect(await t.keys.resolve(v1.issuer)).toBeUndefined()
+    expect(t.calls.byIssuer).toBe(before + 1)
+    await vi.waitFor(
+      async () => {
+        const now = t.calls.byIssuer
+        await t.keys.resolve('https://unknown.example')
+        expect(t.calls.byIssuer).toBe(now)
+      },
+      { timeout: 5000 },
+    )
+    expect(t.keys.getById(v1.id)).toBeUndefined()
+  })
+
+  it('stops retrying a failed reread once closed', async () => {
+    const t = setup()
+    const v1 = signerRecord('s1', 'default', NOW)
+    t.stored.set(v1.id, v1)
+    t.keys.load([v1])
+    t.fail(true)
+    t.hold(true)
+    const reread = t.keys.reload(v1.id)
+    t.keys.close() // while the reread is under way: it fails after
+    t.held[0]?.release()
+    await reread
+    expect(t.calls.byId).toBe(1)
+    await new Promise((r) => setTimeout(r, 1500))
+    expect(t.calls.byId).toBe(1)
+    // Closed: neither retried nor logged.
+    expect(t.warnings.filter((w) => w.startsWith('signer reread failed'))).toHaveLength(0)
   })
 })
