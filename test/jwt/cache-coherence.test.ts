@@ -217,7 +217,12 @@ describe('SignerKeys rereads', () => {
       keys.close()
       await fetcher.close()
     })
+    // One signer, stored and known to this instance.
+    const v1 = signerRecord('s1', 'default', NOW)
+    stored.set(v1.id, v1)
+    keys.load([v1])
     return {
+      v1,
       stored,
       calls,
       keys,
@@ -234,9 +239,7 @@ describe('SignerKeys rereads', () => {
 
   it('rereads a signer at every lookup while its reread after a change failed, until a retry succeeds', async () => {
     const t = setup()
-    const signer = signerRecord('s1', 'default', NOW)
-    t.stored.set(signer.id, signer)
-    t.keys.load([signer])
+    const signer = t.v1
     // Another instance disables it; this instance's reread of it fails.
     t.stored.set(signer.id, { ...signer, enabled: false, updatedAt: '2026-11-22T08:00:05.000Z' })
     t.fail(true)
@@ -258,9 +261,7 @@ describe('SignerKeys rereads', () => {
 
   it('keeps the newer version when an earlier reread ends after a later one', async () => {
     const t = setup()
-    const v1 = signerRecord('s1', 'default', NOW)
-    t.stored.set(v1.id, v1)
-    t.keys.load([v1])
+    const { v1 } = t
     t.hold(true)
     t.stored.set(v1.id, { ...v1, audience: 'second', updatedAt: '2026-11-22T08:00:01.000Z' })
     const earlier = t.keys.reload(v1.id)
@@ -277,9 +278,7 @@ describe('SignerKeys rereads', () => {
 
   it('keeps a change made through this instance over a reread that began before it', async () => {
     const t = setup()
-    const v1 = signerRecord('s1', 'default', NOW)
-    t.stored.set(v1.id, v1)
-    t.keys.load([v1])
+    const { v1 } = t
     t.hold(true)
     const reread = t.keys.reload(v1.id) // sees v1
     t.hold(false)
@@ -294,9 +293,7 @@ describe('SignerKeys rereads', () => {
 
   it("ends on the store's version when another instance's change is heard before this one's own", async () => {
     const t = setup()
-    const v1 = signerRecord('s1', 'default', NOW)
-    t.stored.set(v1.id, v1)
-    t.keys.load([v1])
+    const { v1 } = t
     // This instance commits v2; another instance commits v3 right after, and its notification is
     // read before this instance applies its own commit: the reread sees v3.
     const v2 = { ...v1, audience: 'mine', updatedAt: '2026-11-22T08:00:01.000Z' }
@@ -314,9 +311,7 @@ describe('SignerKeys rereads', () => {
 
   it('rereads at every lookup while a reread of every signer failed, until a retry succeeds', async () => {
     const t = setup()
-    const v1 = signerRecord('s1', 'default', NOW)
-    t.stored.set(v1.id, v1)
-    t.keys.load([v1])
+    const { v1 } = t
     t.stored.delete(v1.id) // deleted elsewhere while this instance was not listening
     t.fail(true)
     await t.keys.reloadAll()
@@ -337,9 +332,7 @@ describe('SignerKeys rereads', () => {
 
   it('stops retrying a failed reread once closed', async () => {
     const t = setup()
-    const v1 = signerRecord('s1', 'default', NOW)
-    t.stored.set(v1.id, v1)
-    t.keys.load([v1])
+    const { v1 } = t
     t.fail(true)
     t.hold(true)
     const reread = t.keys.reload(v1.id)
