@@ -405,4 +405,20 @@ describe.skipIf(!PG_URL)('one controller when PostgreSQL goes away', () => {
     expect(lines[0]).toContain('ECONNREFUSED')
     expect(result.stderr).not.toContain('sekret-pw')
   }, 30_000)
+
+  it('hides a password given as a query parameter of CTRL_DB too', async () => {
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const port = (closed.address() as { port: number }).port
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const result = await runToExit({
+      CTRL_DB: `postgres://postgres@127.0.0.1:${port}/none?password=query-sekret&sslpassword=key-sekret&application_name=ctrl`,
+      CTRL_DB_CONNECT_TIMEOUT: '1s',
+    })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('CTRL_DB')
+    expect(result.stderr).toContain('application_name=ctrl')
+    expect(result.stderr).not.toContain('query-sekret')
+    expect(result.stderr).not.toContain('key-sekret')
+  }, 30_000)
 })

@@ -15,26 +15,34 @@ export interface PgSettings {
 
 export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
-/** The URL with its password hidden, for log lines and error messages. */
+/** Query parameters of a connection URL that hold secrets (the driver reads them as libpq does). */
+const SECRET_PARAMS = ['password', 'sslpassword']
+
+/** The URL with its passwords hidden (`user:password@`, `?password=`), for log lines and errors. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url)
     if (u.password !== '') u.password = '***'
+    for (const name of SECRET_PARAMS) if (u.searchParams.has(name)) u.searchParams.set(name, '***')
     return u.toString()
   } catch {
     return 'postgres://(unparseable URL)'
   }
 }
 
-/** A driver or network message with anything that looks like the URL's password removed. */
+/** A driver or network message with anything that looks like one of the URL's passwords removed. */
 export function redactMessage(message: string, url: string): string {
-  let password = ''
+  const secrets: string[] = []
   try {
-    password = decodeURIComponent(new URL(url).password)
+    const u = new URL(url)
+    secrets.push(decodeURIComponent(u.password))
+    for (const name of SECRET_PARAMS) secrets.push(...u.searchParams.getAll(name))
   } catch {
     // an unparseable URL has no password to hide
   }
-  return password === '' ? message : message.split(password).join('***')
+  let out = message
+  for (const secret of secrets) if (secret !== '') out = out.split(secret).join('***')
+  return out
 }
 
 /** Connection settings shared by the pool and the notification listener. */
