@@ -54,7 +54,10 @@ export interface BuildAppOptions {
   resolver?: Resolver
   /** Bound of the verified-token cache (tests make it small). */
   verifiedCacheEntries?: number
-  /** Called once when the bootstrap admin was created with a generated password. */
+  /**
+   * Given the password when the bootstrap admin gets a generated one, before that is stored: if it
+   * throws, no admin is stored and the app does not start (see bootstrapAdmin).
+   */
   onGeneratedAdminPassword?: (name: string, password: string) => void
   /** Signs enrollment CSRs (`CTRL_ENROLL_CA_*`); absent: CSRs are refused. */
   enrollCa?: EnrollmentCa
@@ -302,14 +305,15 @@ async function storeOf(
 ): Promise<Store> {
   const { config } = options
   const admin = async (s: Store) => {
-    const generated = await bootstrapAdmin(
+    const deliver = options.onGeneratedAdminPassword
+    await bootstrapAdmin(
       s,
       clock,
       config.adminUser,
       config.adminPassword,
       app.log,
+      deliver && ((generated) => deliver(config.adminUser, generated)),
     )
-    if (generated !== undefined) options.onGeneratedAdminPassword?.(config.adminUser, generated)
   }
   if (options.store) {
     await admin(options.store)

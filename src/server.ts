@@ -150,7 +150,8 @@ main().catch((err: unknown) => {
 /**
  * Where a generated admin password goes: a file only this user can read, beside the SQLite
  * database (`data/` of the working directory for PostgreSQL), never stderr, which services send to
- * their log collectors. Only when that file cannot be written does the password go to stderr.
+ * their log collectors. When that file cannot be written, it throws: the admin is then not stored
+ * (bootstrapAdmin), and the start fails saying what to do.
  */
 function tellGeneratedPassword(dbPath: string, name: string, password: string): void {
   const file = resolve(
@@ -161,16 +162,16 @@ function tellGeneratedPassword(dbPath: string, name: string, password: string): 
     mkdirSync(dirname(file), { recursive: true })
     writeFileSync(file, `${password}\n`, { mode: 0o600 })
     chmodSync(file, 0o600) // a file that was there keeps its mode on write
-    process.stderr.write(
-      `created admin identity "${name}" with a generated password, written to ${file} ` +
-        '(readable by this user only): log in, change it, then delete the file ' +
-        '(set CTRL_ADMIN_PASSWORD to choose one)\n',
-    )
   } catch (err) {
-    process.stderr.write(
-      `created admin identity "${name}" with generated password: ${password}\n` +
-        `(it could not be written to ${file}: ${caughtMessage(err)}); store it now: it is not ` +
-        'shown again (set CTRL_ADMIN_PASSWORD to choose one)\n',
+    // Never on stderr (services send it to their logs): the admin is not created, start fails.
+    throw new Error(
+      `CTRL_ADMIN_PASSWORD is unset and the generated admin password could not be written to ${file} ` +
+        `(${caughtMessage(err)}): set CTRL_ADMIN_PASSWORD, or make that folder writable`,
     )
   }
+  process.stderr.write(
+    `created admin identity "${name}" with a generated password, written to ${file} ` +
+      '(readable by this user only): log in, change it, then delete the file ' +
+      '(set CTRL_ADMIN_PASSWORD to choose one)\n',
+  )
 }

@@ -1,12 +1,12 @@
 import 'reflect-metadata'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { X509Certificate, X509Certificates } from '@peculiar/x509'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
 import { makeCert, makeServerCert } from '../helpers/certs.js'
 import { type Started, startServer, stopServer } from '../helpers/server-process.js'
 
@@ -32,6 +32,38 @@ describe('the built server', () => {
     expect(code).toBe(1)
     expect(err.trim().split('\n')).toHaveLength(1)
     expect(err).toContain('CTRL_SESSION_TIMEOUT')
+  })
+
+  it('refuses to start, creating no admin and showing no password, when the generated password cannot be written', async () => {
+    const folder = join(dir, 'unwritable')
+    const db = join(folder, 'controller.db')
+    // The file's place is taken by a folder: writing the password fails, whatever the user.
+    mkdirSync(join(folder, 'admin-password'), { recursive: true })
+    const child = spawn(process.execPath, ['dist/src/server.js'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', CTRL_DB: db, CTRL_PORT: '0' },
+    })
+    onTestFinished(() => {
+      if (child.exitCode === null) child.kill('SIGKILL') // it should have exited by itself
+    })
+    let err = ''
+    child.stderr.on('data', (d) => {
+      err += d
+    })
+    const [code] = await once(child, 'exit')
+    expect(code).toBe(1)
+    expect(err).toContain('CTRL_ADMIN_PASSWORD is unset')
+    expect(err).toContain(join(folder, 'admin-password'))
+    expect(err).not.toMatch(/generated password:/)
+    // No admin was stored: a start that names the password creates it, and it logs in.
+    const second = await start({ CTRL_DB: db, CTRL_ADMIN_PASSWORD: 'chosen-admin-password-1' })
+    const res = await fetch(`${second.base}/edge/management/v1/authenticate?method=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'chosen-admin-password-1' }),
+    })
+    expect(res.status).toBe(200)
+    expect(await stop(second)).toBe(0)
   })
 
   it('creates an admin with a generated password, keeps data across a restart and stops cleanly', async () => {

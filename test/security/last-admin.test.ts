@@ -115,5 +115,31 @@ forEachStore((kind) => {
       expect(warned).toHaveLength(1)
       expect(JSON.parse(warned[0] as string).level).toBe(40)
     })
+
+    it('does not promote an identity of that name that has an externalId (one a token may have created)', async () => {
+      const store = await openTestStore(kind)
+      onTestFinished(() => store.close())
+      const now = new Date().toISOString()
+      // Enrolled through a token whose name claim read "admin", while the admin had another name.
+      await store.repos.identities.insert({
+        id: 'enrolled',
+        name: ADMIN_USER,
+        externalId: 'someone@idp',
+        isAdmin: false,
+        isDefaultAdmin: false,
+        disabled: false,
+        authPolicyId: 'default',
+        tags: {},
+        roleAttributes: [],
+        createdAt: now,
+        updatedAt: now,
+      })
+      await expect(
+        buildTestApp({ store, storeKind: 'sqlite', clock: testClock() }),
+      ).rejects.toThrow(/has an externalId: it is not promoted/)
+      const kept = await store.repos.identities.get('enrolled')
+      expect(kept).toMatchObject({ isAdmin: false, disabled: false })
+      expect(await store.repos.identities.passwordHash('enrolled')).toBeNull()
+    })
   })
 })
