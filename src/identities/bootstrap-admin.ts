@@ -29,7 +29,8 @@ export async function bootstrapAdmin(
   const now = clock().toISOString()
   const outcome = await store.transaction(async (tx) => {
     const done = await bootstrapIn(tx, name, hash, now)
-    const generated = (done === 'created' || done === 'promoted with password') && !password
+    const generated =
+      (done === 'created' || done === 'promoted with password') && password === undefined
     if (generated) await deliver?.(secret)
     return done
   })
