@@ -5,6 +5,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrationsDir, readMigrations } from '../../src/store/migrations.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
+import { freePort } from '../helpers/haproxy.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
 import { signJwt } from '../helpers/jwt.js'
 import { cutListenersThen } from '../helpers/listeners.js'
@@ -389,10 +390,7 @@ describe.skipIf(!PG_URL)('one controller when PostgreSQL goes away', () => {
   }, 60_000)
 
   it('exits 1 naming CTRL_DB, without the password, when PostgreSQL is unreachable at start', async () => {
-    const closed = createServer()
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-    const port = (closed.address() as { port: number }).port
-    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const port = await freePort() // released: nothing listens there
     const result = await runToExit({
       CTRL_DB: `postgres://postgres:sekret-pw@127.0.0.1:${port}/none`,
       CTRL_DB_CONNECT_TIMEOUT: '2s',
@@ -407,10 +405,7 @@ describe.skipIf(!PG_URL)('one controller when PostgreSQL goes away', () => {
   }, 30_000)
 
   it('hides a password given as a query parameter of CTRL_DB too', async () => {
-    const closed = createServer()
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-    const port = (closed.address() as { port: number }).port
-    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const port = await freePort() // released: nothing listens there
     const result = await runToExit({
       CTRL_DB: `postgres://postgres@127.0.0.1:${port}/none?password=query-sekret&sslpassword=key-sekret&application_name=ctrl`,
       CTRL_DB_CONNECT_TIMEOUT: '1s',
