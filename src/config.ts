@@ -98,7 +98,7 @@ export const DEFAULT_CONFIG: Config = {
   tlsCertPath: undefined,
   tlsKeyPath: undefined,
   tlsCaPath: undefined,
-  jwtClockToleranceMs: 30_000,
+  jwtClockToleranceMs: 0,
   jwksCooldownMs: 5_000,
   jwksMaxAgeMs: 10 * 60_000,
   jwksAllowHttp: true,

@@ -186,8 +186,26 @@ forEachStore(() => {
       ).toBe(200)
     })
 
-    it('applies the clock tolerance to exp and nbf', async () => {
+    it('refuses a token expired a second ago, or not yet valid, by default (no leeway, as the seeds and upstream)', async () => {
       const s = await setup()
+      const t = Math.floor(NOW.getTime() / 1000)
+      const expired = await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t - 1 })))
+      expect(expired.statusCode).toBe(401)
+      expect(expired.headers['www-authenticate']).toContain('error="expired"')
+      expect((await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t })))).statusCode).toBe(
+        401,
+      )
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 1 })))).statusCode,
+      ).toBe(401)
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t + 1, nbf: t }))))
+          .statusCode,
+      ).toBe(200)
+    })
+
+    it('applies CTRL_JWT_CLOCK_TOLERANCE to exp and nbf when set', async () => {
+      const s = await setup(rsa, {}, { jwtClockToleranceMs: 30_000 })
       const t = Math.floor(NOW.getTime() / 1000)
       expect(
         (await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t - 10 })))).statusCode,
@@ -195,6 +213,9 @@ forEachStore(() => {
       expect(
         (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 10 })))).statusCode,
       ).toBe(200)
+      expect(
+        (await s.tryLogin(await sign(rsa, claims(s.identityId, { exp: t - 40 })))).statusCode,
+      ).toBe(401)
       expect(
         (await s.tryLogin(await sign(rsa, claims(s.identityId, { nbf: t + 120 })))).statusCode,
       ).toBe(401)

@@ -6,7 +6,7 @@ import { signJwt } from '../helpers/jwt.js'
 const LOGIN = '/edge/client/v1/authenticate?method=ext-jwt'
 const ISSUER = 'https://idp.corp.example'
 const NOW = '2026-11-22T08:00:00.000Z'
-const TOLERANCE_S = 30 // CTRL_JWT_CLOCK_TOLERANCE's default
+const TOLERANCE_S = 30 // CTRL_JWT_CLOCK_TOLERANCE, set
 
 let shortLived: TestCert
 beforeAll(async () => {
@@ -17,9 +17,9 @@ beforeAll(async () => {
   })
 })
 
-async function setup() {
+async function setup(config: Record<string, unknown> = {}) {
   const clock = testClock(NOW)
-  const app = await buildTestApp({ clock })
+  const app = await buildTestApp({ clock, config })
   const call = caller(app, await login(app))
   const signer = await call('POST', '/edge/management/v1/external-jwt-signers', {
     name: 'corp',
@@ -55,8 +55,16 @@ async function setup() {
 
 forEachStore(() => {
   describe('token times (info findings)', () => {
-    it('refuses a token whose iat is further in the future than the clock tolerance', async () => {
+    it('refuses a token whose iat is in the future, by default at all', async () => {
       const s = await setup()
+      const now = Math.floor(s.clock().getTime() / 1000)
+      expect(await s.tryLogin(await s.sign({ iat: now }))).toBe(200)
+      expect(await s.tryLogin(await s.sign({ iat: now + 1 }))).toBe(401)
+      expect(await s.tryLogin(await s.sign({ iat: now - 60 }))).toBe(200)
+    })
+
+    it('refuses a token whose iat is further in the future than the clock tolerance', async () => {
+      const s = await setup({ jwtClockToleranceMs: TOLERANCE_S * 1000 })
       const now = Math.floor(s.clock().getTime() / 1000)
       expect(await s.tryLogin(await s.sign({ iat: now + TOLERANCE_S - 5 }))).toBe(200)
       expect(await s.tryLogin(await s.sign({ iat: now + TOLERANCE_S + 60 }))).toBe(401)
