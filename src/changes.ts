@@ -1,13 +1,12 @@
 import type { StoreChange } from './store/contract.js'
 
 /**
- * A committed change. Local changes carry the stored record (and the one it replaced); changes
- * heard from another instance carry only the entity and id, and listeners reread what they need.
+ * A committed change. Local changes carry the stored record; changes heard from another instance
+ * carry only the entity and id, and listeners reread what they need.
  */
 export interface ChangeEvent<R = unknown> extends StoreChange {
   remote: boolean
   record?: R
-  previous?: R
 }
 
 /** The one change-event emitter every resource publishes to and every cache listens on. */

@@ -185,10 +185,7 @@ function followChanges(o: {
       const record = event.record as SignerRecord | undefined // signer events carry signers
       if (event.remote || !record) void keys.reload(event.id)
       else if (event.op === 'delete') keys.apply({ type: 'delete', signer: record })
-      else {
-        const previous = event.previous as SignerRecord | undefined // as record above
-        keys.apply({ type: 'upsert', signer: record, previous })
-      }
+      else keys.apply({ type: 'upsert', signer: record })
     }
     // refresh-keys through another instance: every instance fetches its own copy now.
     if (event.entity === 'signer-keys' && event.remote) void keys.refresh(event.id)

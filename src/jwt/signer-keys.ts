@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import { parseSignerCertificate } from '../signers/certificate.js'
 import type { SignerRecord } from '../store/contract.js'
 import type { JwksFetcher } from './jwks-fetch.js'
@@ -23,7 +24,7 @@ export interface SignerEntry {
 
 /** A change to the set of signers, for caches that must follow it at once. */
 export type SignerChange =
-  | { type: 'upsert'; signer: SignerRecord; previous: SignerRecord | undefined }
+  | { type: 'upsert'; signer: SignerRecord }
   | { type: 'delete'; signer: SignerRecord }
 
 /** Where signers are reread when another instance changed them or changes may have been missed. */
@@ -75,7 +76,7 @@ export class SignerKeys {
 
   /** Loads the stored signers; JWKS fetches start in the background. */
   load(signers: SignerRecord[]): void {
-    for (const signer of signers) this.upsert(signer, undefined)
+    for (const signer of signers) this.upsert(signer)
   }
 
   /** Called with a signer id whenever that signer's verification inputs change. */
@@ -267,11 +268,14 @@ export class SignerKeys {
     this.retries.set(id, timer)
   }
 
-  /** Applies a stored signer unless this instance already has that very version. */
+  /**
+   * Applies a stored signer unless this instance already holds it as stored: compared whole, not
+   * by `updatedAt` alone (two instances' changes may share a millisecond).
+   */
   private reconcile(stored: SignerRecord): void {
     const entry = this.byId.get(stored.id)
-    if (entry && entry.signer.updatedAt === stored.updatedAt) return
-    this.change({ type: 'upsert', signer: stored, previous: entry?.signer })
+    if (entry && isDeepStrictEqual(entry.signer, stored)) return
+    this.change({ type: 'upsert', signer: stored })
   }
 
   getById(id: string): SignerEntry | undefined {
@@ -301,7 +305,7 @@ export class SignerKeys {
 
   private change(change: SignerChange): void {
     if (change.type === 'delete') this.remove(change.signer.id)?.keySet?.close()
-    else this.upsert(change.signer, change.previous)
+    else this.upsert(change.signer)
     for (const listener of this.listeners) listener(change.signer.id)
   }
 
@@ -313,12 +317,15 @@ export class SignerKeys {
     return entry
   }
 
-  private upsert(signer: SignerRecord, previous: SignerRecord | undefined): void {
+  private upsert(signer: SignerRecord): void {
     const old = this.remove(signer.id)
     const entry: SignerEntry = { signer }
     if (signer.certPem !== null) {
+      // The key kept is the one made from the certificate of the version this instance holds, not
+      // from the version a change says it replaced: that one may be another instance's change this
+      // instance has not heard of yet (a rotation), and its key would otherwise outlive it.
       const key =
-        old?.certKey && previous?.certPem === signer.certPem
+        old?.certKey && old.signer.certPem === signer.certPem
           ? old.certKey
           : this.certKey(signer, signer.certPem)
       if (key) entry.certKey = key

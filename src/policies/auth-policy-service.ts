@@ -208,7 +208,7 @@ export class AuthPolicyService {
     patched?: string[],
   ): Promise<AuthPolicyRecord> {
     const [policy, event] = await this.store.transaction(async (tx) => {
-      const current = await tx.policies.get(id)
+      const current = await tx.policies.getForUpdate(id)
       if (!current) throw notFound('policy', id)
       const record = {
         ...(await this.check(tx, next(current))),
@@ -232,7 +232,7 @@ export class AuthPolicyService {
 
   async delete(id: string, ctx?: AuditContext): Promise<void> {
     const [policy, event] = await this.store.transaction(async (tx) => {
-      const current = await tx.policies.get(id)
+      const current = await tx.policies.getForUpdate(id)
       if (!current) throw notFound('policy', id)
       if (id === 'default') {
         throw new AppError('CONFLICT', {

@@ -108,14 +108,13 @@ export class SignerService {
     }
   }
 
-  private emit(op: 'upsert' | 'delete', record: SignerRecord, previous?: SignerRecord): void {
+  private emit(op: 'upsert' | 'delete', record: SignerRecord): void {
     this.options.changes.emit({
       entity: 'signer',
       op,
       id: record.id,
       remote: false,
       record,
-      ...(previous ? { previous } : {}),
     })
   }
 
@@ -182,8 +181,8 @@ export class SignerService {
     patched?: string[],
   ): Promise<SignerRecord> {
     const { audit } = this.options
-    const [signer, previous, event] = await this.options.store.transaction(async (tx) => {
-      const current = await tx.signers.get(id)
+    const [signer, event] = await this.options.store.transaction(async (tx) => {
+      const current = await tx.signers.getForUpdate(id)
       if (!current) throw notFound('signer', id)
       const now = this.options.clock().toISOString()
       const next = this.build(change(current), { id, createdAt: current.createdAt }, now)
@@ -195,17 +194,17 @@ export class SignerService {
         ...ENTITY(id),
         changedFields: patched ?? differingFields(current, next),
       })
-      return [next, current, event] as const
+      return [next, event] as const
     })
     audit.logged(event)
-    this.emit('upsert', signer, previous)
+    this.emit('upsert', signer)
     return signer
   }
 
   async delete(id: string, ctx?: AuditContext): Promise<void> {
     const { audit } = this.options
     const [signer, event] = await this.options.store.transaction(async (tx) => {
-      const current = await tx.signers.get(id)
+      const current = await tx.signers.getForUpdate(id)
       if (!current) throw notFound('signer', id)
       const field = await tx.policies.signerReference(id)
       if (field !== undefined) {

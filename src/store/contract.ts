@@ -233,6 +233,12 @@ export interface SignerRepository {
   update(signer: SignerRecord): Promise<boolean>
   delete(id: string): Promise<boolean>
   get(id: string): Promise<SignerRecord | undefined>
+  /**
+   * The signer, locked against other writers until the unit of work ends: an update reads it so,
+   * or two at once each write back the other's fields as they were (PostgreSQL: FOR UPDATE; on
+   * SQLite the store's one writer already holds the database).
+   */
+  getForUpdate(id: string): Promise<SignerRecord | undefined>
   getByIssuer(issuer: string): Promise<SignerRecord | undefined>
   all(): Promise<SignerRecord[]>
   list(query: ListQuery): Promise<ListPage<SignerRecord>>
@@ -275,6 +281,8 @@ export interface AuthPolicyRepository {
   update(policy: AuthPolicyRecord): Promise<boolean>
   delete(id: string): Promise<boolean>
   get(id: string): Promise<AuthPolicyRecord | undefined>
+  /** The policy, locked against other writers until the unit of work ends (as a signer's). */
+  getForUpdate(id: string): Promise<AuthPolicyRecord | undefined>
   list(query: ListQuery): Promise<ListPage<AuthPolicyRecord>>
   /** The policy field that references a signer, if any policy does. */
   signerReference(signerId: string): Promise<string | undefined>

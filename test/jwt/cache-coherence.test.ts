@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto'
 import { beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { JwksFetcher } from '../../src/jwt/jwks-fetch.js'
 import { type SignerKeys, SignerKeys as SignerKeysClass } from '../../src/jwt/signer-keys.js'
@@ -103,7 +104,6 @@ describe('a change while a token is being checked', () => {
       id: signer.id,
       remote: false,
       record: rotated,
-      previous: signer,
     })
     // It began before the change: it answers as the signer was then.
     expect((await inFlight).identity.id).toBe(alice.id)
@@ -284,7 +284,7 @@ describe('SignerKeys rereads', () => {
     t.hold(false)
     const mine = { ...v1, enabled: false, updatedAt: '2026-11-22T08:00:03.000Z' }
     t.stored.set(v1.id, mine)
-    t.keys.apply({ type: 'upsert', signer: mine, previous: v1 })
+    t.keys.apply({ type: 'upsert', signer: mine })
     t.held[0]?.release()
     await reread
     await t.keys.resolve(v1.issuer) // waits for the reread the change started
@@ -302,11 +302,40 @@ describe('SignerKeys rereads', () => {
     t.hold(true)
     const reread = t.keys.reload(v1.id)
     t.hold(false)
-    t.keys.apply({ type: 'upsert', signer: v2, previous: v1 })
+    t.keys.apply({ type: 'upsert', signer: v2 })
     t.held[0]?.release()
     await reread
     await t.keys.resolve(v1.issuer)
     expect(t.keys.getById(v1.id)?.signer).toEqual(v3)
+  })
+
+  it('verifies with the certificate of the version it applies, when another instance rotated it unheard', async () => {
+    const t = setup()
+    const v1: SignerRecord = { ...t.v1, jwksEndpoint: null, certPem: first.certPem, kid: 'k1' }
+    t.keys.load([v1])
+    // Another instance rotates the certificate; this instance has not heard of it (its
+    // notification connection was down) when its own PATCH of a tag commits on top of it.
+    const rotated = {
+      ...v1,
+      certPem: second.certPem,
+      kid: 'k2',
+      updatedAt: '2026-11-22T08:00:01.000Z',
+    }
+    const mine = { ...rotated, tags: { team: 'x' }, updatedAt: '2026-11-22T08:00:02.000Z' }
+    t.stored.set(v1.id, mine)
+    t.keys.apply({ type: 'upsert', signer: mine })
+    const spki = (pem: string) =>
+      new X509Certificate(pem).publicKey.export({ format: 'der', type: 'spki' }).toString('hex')
+    const key = () => t.keys.getById(v1.id)?.certKey?.export({ format: 'der', type: 'spki' })
+    expect(key()?.toString('hex')).toBe(spki(second.certPem))
+    // A reread of the same version changes nothing; one of different content under the same
+    // updatedAt (two instances' changes in one millisecond) is applied.
+    await t.keys.reload(v1.id)
+    expect(key()?.toString('hex')).toBe(spki(second.certPem))
+    t.stored.set(v1.id, { ...mine, certPem: first.certPem, kid: 'k1' })
+    await t.keys.reload(v1.id)
+    expect(t.keys.getById(v1.id)?.signer.kid).toBe('k1')
+    expect(key()?.toString('hex')).toBe(spki(first.certPem))
   })
 
   it('rereads at every lookup while a reread of every signer failed, until a retry succeeds', async () => {

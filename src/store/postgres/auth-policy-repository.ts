@@ -137,6 +137,12 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
     return row ? toRecord(row) : undefined
   }
 
+  async getForUpdate(id: string): Promise<AuthPolicyRecord | undefined> {
+    // The policy's row, locked; its signers are written only with it (in the same unit of work).
+    await this.query('SELECT id FROM auth_policies WHERE id = $1 FOR UPDATE', [id])
+    return this.get(id)
+  }
+
   list(query: ListQuery): Promise<ListPage<AuthPolicyRecord>> {
     return PgAuthPolicyRepository.lists.run(this.db, query)
   }

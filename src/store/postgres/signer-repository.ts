@@ -187,6 +187,12 @@ export class PgSignerRepository implements SignerRepository {
     return row ? toRecord(row) : undefined
   }
 
+  async getForUpdate(id: string): Promise<SignerRecord | undefined> {
+    const sql = 'SELECT * FROM signers WHERE id = $1 FOR UPDATE'
+    const [row] = await this.rows(sql, [id], 'signer-by-id-for-update')
+    return row ? toRecord(row) : undefined
+  }
+
   async getByIssuer(issuer: string): Promise<SignerRecord | undefined> {
     const sql = 'SELECT * FROM signers WHERE issuer = $1'
     const [row] = await this.rows(sql, [issuer], 'signer-by-issuer')

@@ -178,6 +178,11 @@ export class AuthPolicyRepository {
     return row ? this.toRecord(row) : undefined
   }
 
+  /** As `get`: the unit of work already holds the database's one write lock. */
+  getForUpdate(id: string): AuthPolicyRecord | undefined {
+    return this.get(id)
+  }
+
   list(query: ListQuery): ListPage<AuthPolicyRecord> {
     const page = this.lists.run(query)
     return { ...page, items: page.items.map((row) => this.toRecord(row)) }

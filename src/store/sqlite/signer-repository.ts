@@ -242,6 +242,11 @@ export class SignerRepository {
     return row ? toRecord(row) : undefined
   }
 
+  /** As `get`: the unit of work already holds the database's one write lock. */
+  getForUpdate(id: string): SignerRecord | undefined {
+    return this.get(id)
+  }
+
   getByIssuer(issuer: string): SignerRecord | undefined {
     const row = this.byIssuerStmt.get(issuer)
     return row ? toRecord(row) : undefined
