@@ -1,5 +1,16 @@
 import './v8-flags.js' // first: it must run before any WebAssembly is compiled
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
@@ -148,6 +159,32 @@ main().catch((err: unknown) => {
 })
 
 /**
+ * Writes `text` to `file` as a new file only this user can read: made beside it (exclusively, never
+ * through a link), then renamed over it. Writing into a file that was there would keep its mode
+ * until a chmod, and reach anyone who holds it open or whatever a link there points to.
+ */
+function writePrivateFile(file: string, text: string): void {
+  const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
+  const fd = openSync(
+    temporary,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  )
+  try {
+    try {
+      writeFileSync(fd, text)
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    renameSync(temporary, file)
+  } catch (err) {
+    rmSync(temporary, { force: true })
+    throw err
+  }
+}
+
+/**
  * Where a generated admin password goes: a file only this user can read, beside the SQLite
  * database (`data/` of the working directory for PostgreSQL), never stderr, which services send to
  * their log collectors. When that file cannot be written, it throws: the admin is then not stored
@@ -160,8 +197,7 @@ function tellGeneratedPassword(dbPath: string, name: string, password: string): 
   )
   try {
     mkdirSync(dirname(file), { recursive: true })
-    writeFileSync(file, `${password}\n`, { mode: 0o600 })
-    chmodSync(file, 0o600) // a file that was there keeps its mode on write
+    writePrivateFile(file, `${password}\n`)
   } catch (err) {
     // Never on stderr (services send it to their logs): the admin is not created, start fails.
     throw new Error(

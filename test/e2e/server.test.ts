@@ -1,7 +1,20 @@
 import 'reflect-metadata'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -64,6 +77,35 @@ describe('the built server', () => {
     })
     expect(res.status).toBe(200)
     expect(await stop(second)).toBe(0)
+  })
+
+  it('writes the generated password to a new private file, never into one that was there or through a link', async () => {
+    const folder = join(dir, 'replaced')
+    mkdirSync(folder, { recursive: true })
+    const file = join(folder, 'admin-password')
+    // A file left readable by others, held open by another reader, and a link to another file.
+    writeFileSync(file, 'stale\n', { mode: 0o644 })
+    chmodSync(file, 0o644)
+    const held = openSync(file, 'r')
+    onTestFinished(() => closeSync(held))
+    const first = await start({ CTRL_DB: join(folder, 'controller.db') })
+    expect(await stop(first)).toBe(0)
+    const password = readFileSync(file, 'utf8').trim()
+    expect(password).toMatch(/^[\w-]{24}$/)
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    expect(readFileSync(held, 'utf8')).toBe('stale\n') // the reader's open file never saw it
+    expect(readdirSync(folder).filter((n) => n.endsWith('.tmp'))).toEqual([])
+
+    const linked = join(dir, 'linked')
+    mkdirSync(linked, { recursive: true })
+    const target = join(dir, 'link-target')
+    writeFileSync(target, 'someone else\n', { mode: 0o644 })
+    symlinkSync(target, join(linked, 'admin-password'))
+    const second = await start({ CTRL_DB: join(linked, 'controller.db') })
+    expect(await stop(second)).toBe(0)
+    expect(readFileSync(target, 'utf8')).toBe('someone else\n')
+    expect(lstatSync(join(linked, 'admin-password')).isFile()).toBe(true)
+    expect(readFileSync(join(linked, 'admin-password'), 'utf8').trim()).toMatch(/^[\w-]{24}$/)
   })
 
   it('creates an admin with a generated password, keeps data across a restart and stops cleanly', async () => {
