@@ -97,8 +97,8 @@ export class AuditService {
    * `stored: false`, and no row. Anyone can send such names, and a row for each would let refused
    * requests fill the database (the lockout bounds a known name's failures, not the unknown names).
    */
-  loggedOnly(event: AuditEventRecord): void {
-    this.logged(event, { stored: 'false' })
+  loggedOnly(event: AuditEventRecord, extra?: Record<string, string>): void {
+    this.logged(event, { ...extra, stored: 'false' })
   }
 
   /** The list, newest first unless a sort is given. */

@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto'
 import type { AuditService } from '../audit/audit-service.js'
 import type { ChangeBus } from '../changes.js'
 import type { AuthPolicyService } from '../policies/auth-policy-service.js'
@@ -9,6 +10,14 @@ import type { PasswordLoginDeps } from './password-login.js'
 import { SessionService } from './session-service.js'
 
 const SESSION_PURGE_INTERVAL_MS = 60_000
+
+/** The key of `nameDigest`: this process's own, never logged, so a digest cannot be reversed. */
+const NAME_DIGEST_KEY = randomBytes(32)
+
+/** 16 hex characters that are the same for one user name through this process's life. */
+function nameDigest(name: string): string {
+  return createHmac('sha256', NAME_DIGEST_KEY).update(name).digest('hex').slice(0, 16)
+}
 
 /** Identities and their API sessions; expired sessions are purged every minute. */
 export function buildIdentities(o: {
@@ -53,10 +62,12 @@ export function buildIdentities(o: {
       return policy && policyLockout(policy.updbMaxAttempts, policy.updbLockoutDurationMinutes)
     },
     // Audited (and so logged at info) with the user name and why; never the password. A name no
-    // identity has is logged only (see `loggedOnly`).
+    // identity has is logged only (see `loggedOnly`), and without its text: it may be a password
+    // typed into the wrong field. A keyed digest of it tells repeats of one name apart instead.
     onFailure: async (username, identity, reason) => {
+      const name = identity ? username : ''
       const event = audit.event(
-        { actor: { id: identity?.id ?? '', name: username }, requestId: null },
+        { actor: { id: identity?.id ?? '', name }, requestId: null },
         {
           action: 'login-failed',
           entityType: 'identities',
@@ -65,7 +76,7 @@ export function buildIdentities(o: {
           changedFields: [reason],
         },
       )
-      if (!identity) return audit.loggedOnly(event)
+      if (!identity) return audit.loggedOnly(event, { unknownNameDigest: nameDigest(username) })
       // Not awaited: the 401 of a known name must take no longer than an unknown name's (which
       // stores nothing), or the time of the answer would tell which names exist. `drain` waits.
       const write = store.repos.audit.insertMany([event]).then(
