@@ -105,16 +105,25 @@ export function applySignerPatch(current: WritableSigner, patch: SignerPatch): W
   return next
 }
 
-function checkUrl(field: string, value: string | null): void {
+/**
+ * An absolute http or https URL with a host. `code`: the JWKS endpoint's refusal is OpenZiti's
+ * `INVALID_FIELD`, as its address policy's (a `file:` URL included); other URLs' is
+ * `COULD_NOT_VALIDATE`.
+ */
+function checkUrl(
+  field: string,
+  value: string | null,
+  code: 'INVALID_FIELD' | 'COULD_NOT_VALIDATE' = 'COULD_NOT_VALIDATE',
+): void {
   if (value === null) return
-  let url: URL
+  let url: URL | undefined
   try {
     url = new URL(value)
   } catch {
-    throw fieldError('COULD_NOT_VALIDATE', field, 'must be an absolute http or https URL', value)
+    url = undefined
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
-    throw fieldError('COULD_NOT_VALIDATE', field, 'must be an absolute http or https URL', value)
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    throw fieldError(code, field, 'must be an absolute http or https URL', value)
   }
 }
 
@@ -138,7 +147,7 @@ export function checkSigner(s: WritableSigner): SignerCertificate | undefined {
   checkNotBlank('name', s.name)
   checkNotBlank('issuer', s.issuer)
   checkNotBlank('audience', s.audience)
-  checkUrl('jwksEndpoint', s.jwksEndpoint)
+  checkUrl('jwksEndpoint', s.jwksEndpoint, 'INVALID_FIELD')
   checkUrl('externalAuthUrl', s.externalAuthUrl)
   checkPointer('claimsProperty', s.claimsProperty)
   checkPointer('enrollNameClaimsSelector', s.enrollNameClaimsSelector)

@@ -222,7 +222,8 @@ forEachStore(() => {
       ['http://224.0.0.1/jwks', 'INVALID_FIELD'],
       ['http://0.0.0.0/jwks', 'INVALID_FIELD'],
       ['http://[::ffff:169.254.169.254]/jwks', 'INVALID_FIELD'],
-      ['file:///etc/passwd', 'COULD_NOT_VALIDATE'],
+      ['file:///etc/passwd', 'INVALID_FIELD'],
+      ['not a url', 'INVALID_FIELD'],
     ])('refuses %s at create and update', async (url, code) => {
       const app = await buildTestApp()
       const session = await login(app)

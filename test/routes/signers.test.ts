@@ -329,15 +329,16 @@ forEachStore(() => {
     })
 
     it.each([
-      ['jwksEndpoint', 'not a url'],
-      ['jwksEndpoint', 'file:///etc/passwd'],
-      ['jwksEndpoint', '/relative/jwks'],
-      ['externalAuthUrl', 'ftp://idp.example/'],
-    ])('refuses %s %s', async (field, value) => {
+      ['jwksEndpoint', 'not a url', 'INVALID_FIELD'],
+      ['jwksEndpoint', 'file:///etc/passwd', 'INVALID_FIELD'],
+      ['jwksEndpoint', '/relative/jwks', 'INVALID_FIELD'],
+      ['externalAuthUrl', 'ftp://idp.example/', 'COULD_NOT_VALIDATE'],
+      ['externalAuthUrl', 'not a url', 'COULD_NOT_VALIDATE'],
+    ])('refuses %s %s with %s', async (field, value, code) => {
       const { app, token } = await setup()
       const res = await call(app, token, 'POST', base, jwksBody({ [field]: value }))
       expect(res.statusCode).toBe(400)
-      expect(res.json().error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field } })
+      expect(res.json().error).toMatchObject({ code, cause: { field } })
     })
 
     it.each([
