@@ -30,18 +30,48 @@ export function redactUrl(url: string): string {
   }
 }
 
+/** A percent-decoded value, or undefined when its escapes are broken. */
+function decoded(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value.replaceAll('+', ' '))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The URL's passwords, read from its text rather than through a URL parser: the driver accepts
+ * URLs that `new URL` refuses (`postgres://u:pw@/db?host=/run/postgresql`), and a broken escape
+ * must not hide a password from redaction. Each as written and decoded; reading too much of the
+ * URL as a password only hides more of a message.
+ */
+function urlSecrets(url: string): string[] {
+  const found: string[] = []
+  const scheme = url.indexOf('://')
+  if (scheme >= 0) {
+    const rest = url.slice(scheme + 3)
+    const userinfo = rest.slice(0, Math.max(rest.lastIndexOf('@'), 0))
+    const colon = userinfo.indexOf(':')
+    if (colon >= 0) found.push(userinfo.slice(colon + 1))
+  }
+  const query = url.indexOf('?')
+  if (query >= 0) {
+    for (const part of url.slice(query + 1).split(/[&#]/)) {
+      const eq = part.indexOf('=')
+      if (eq > 0 && SECRET_PARAMS.includes(decoded(part.slice(0, eq)) ?? '')) {
+        found.push(part.slice(eq + 1))
+      }
+    }
+  }
+  return found.flatMap((v) => [v, decoded(v) ?? v]).filter((v) => v !== '')
+}
+
 /** A driver or network message with anything that looks like one of the URL's passwords removed. */
 export function redactMessage(message: string, url: string): string {
-  const secrets: string[] = []
-  try {
-    const u = new URL(url)
-    secrets.push(decodeURIComponent(u.password))
-    for (const name of SECRET_PARAMS) secrets.push(...u.searchParams.getAll(name))
-  } catch {
-    // an unparseable URL has no password to hide
-  }
+  // Longest first: a password that holds another's text is hidden whole.
+  const secrets = [...new Set(urlSecrets(url))].sort((a, b) => b.length - a.length)
   let out = message
-  for (const secret of secrets) if (secret !== '') out = out.split(secret).join('***')
+  for (const secret of secrets) out = out.split(secret).join('***')
   return out
 }
 

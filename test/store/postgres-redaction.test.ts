@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest'
+import { redactMessage, redactUrl } from '../../src/store/postgres/connection.js'
+
+describe('CTRL_DB passwords in messages', () => {
+  it.each([
+    ['postgres://ctrl:s3cret-pw@db.example:5432/ctrl', ['s3cret-pw']],
+    // Accepted by the driver, refused by `new URL`: no host before the path.
+    ['postgres://ctrl:s3cret-pw@/ctrl?host=/run/postgresql', ['s3cret-pw']],
+    // A broken escape in the password, and the same in a query parameter.
+    ['postgres://ctrl:pw%zz-s3cret@db/ctrl?password=q%zz-s3cret', ['pw%zz-s3cret', 'q%zz-s3cret']],
+    [
+      'postgres://db/ctrl?sslpassword=key-s3cret&password=query-s3cret',
+      ['key-s3cret', 'query-s3cret'],
+    ],
+    // Escaped in the URL, shown decoded by a message.
+    ['postgres://ctrl:p%40ss%20word@db/ctrl', ['p@ss word', 'p%40ss%20word']],
+    ['postgres://ctrl:a@b@db/ctrl', ['a@b']],
+  ])('hides the passwords of %s', (url, secrets) => {
+    for (const secret of secrets) {
+      const message = `connect failed for ${secret} (as ${secret}) at db`
+      const out = redactMessage(message, url)
+      expect(out).not.toContain(secret)
+      expect(out).toContain('connect failed for ***')
+      expect(out).toContain('at db')
+    }
+  })
+
+  it('leaves a message alone when the URL holds no password', () => {
+    const url = 'postgres://ctrl@db.example:5432/ctrl?application_name=ctrl'
+    expect(redactMessage('connection refused: db.example:5432', url)).toBe(
+      'connection refused: db.example:5432',
+    )
+  })
+
+  it('shows the URL with its passwords hidden, or not at all when it cannot be read', () => {
+    expect(redactUrl('postgres://ctrl:s3cret@db/ctrl?password=q&sslmode=require')).toBe(
+      'postgres://ctrl:***@db/ctrl?password=***&sslmode=require',
+    )
+    expect(redactUrl('postgres://ctrl:s3cret@/ctrl?host=/run/postgresql')).not.toContain('s3cret')
+  })
+})
