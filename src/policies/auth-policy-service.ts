@@ -232,7 +232,7 @@ export class AuthPolicyService {
 
   async delete(id: string, ctx?: AuditContext): Promise<void> {
     const [policy, event] = await this.store.transaction(async (tx) => {
-      const current = await tx.policies.getForUpdate(id)
+      const current = await tx.policies.get(id)
       if (!current) throw notFound('policy', id)
       if (id === 'default') {
         throw new AppError('CONFLICT', {

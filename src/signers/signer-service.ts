@@ -204,7 +204,7 @@ export class SignerService {
   async delete(id: string, ctx?: AuditContext): Promise<void> {
     const { audit } = this.options
     const [signer, event] = await this.options.store.transaction(async (tx) => {
-      const current = await tx.signers.getForUpdate(id)
+      const current = await tx.signers.get(id)
       if (!current) throw notFound('signer', id)
       const field = await tx.policies.signerReference(id)
       if (field !== undefined) {

@@ -235,8 +235,9 @@ export interface SignerRepository {
   get(id: string): Promise<SignerRecord | undefined>
   /**
    * The signer, locked against other writers until the unit of work ends: an update reads it so,
-   * or two at once each write back the other's fields as they were (PostgreSQL: FOR UPDATE; on
-   * SQLite the store's one writer already holds the database).
+   * or two at once each write back the other's fields as they were (PostgreSQL: FOR NO KEY UPDATE,
+   * which the key checks of rows that reference it do not wait for, nor it for them; on SQLite the
+   * store's one writer already holds the database).
    */
   getForUpdate(id: string): Promise<SignerRecord | undefined>
   getByIssuer(issuer: string): Promise<SignerRecord | undefined>

@@ -139,7 +139,7 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
 
   async getForUpdate(id: string): Promise<AuthPolicyRecord | undefined> {
     // The policy's row, locked; its signers are written only with it (in the same unit of work).
-    await this.query('SELECT id FROM auth_policies WHERE id = $1 FOR UPDATE', [id])
+    await this.query('SELECT id FROM auth_policies WHERE id = $1 FOR NO KEY UPDATE', [id])
     return this.get(id)
   }
 

@@ -30,10 +30,10 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** A percent-decoded value, or undefined when its escapes are broken. */
-function decoded(value: string): string | undefined {
+/** A percent-decoded value (`+` too as a space, as a query's), or undefined when broken. */
+function decoded(value: string, plus = false): string | undefined {
   try {
-    return decodeURIComponent(value.replaceAll('+', ' '))
+    return decodeURIComponent(plus ? value.replaceAll('+', ' ') : value)
   } catch {
     return undefined
   }
@@ -42,28 +42,36 @@ function decoded(value: string): string | undefined {
 /**
  * The URL's passwords, read from its text rather than through a URL parser: the driver accepts
  * URLs that `new URL` refuses (`postgres://u:pw@/db?host=/run/postgresql`), and a broken escape
- * must not hide a password from redaction. Each as written and decoded; reading too much of the
- * URL as a password only hides more of a message.
+ * must not hide a password from redaction. Each as written and decoded. The user info ends at the
+ * last `@` before the path, the query or the fragment; the last `@` of the whole URL is tried too
+ * (an unescaped `/` in a password): reading too much as a password only hides more of a message.
  */
 function urlSecrets(url: string): string[] {
   const found: string[] = []
   const scheme = url.indexOf('://')
   if (scheme >= 0) {
     const rest = url.slice(scheme + 3)
-    const userinfo = rest.slice(0, Math.max(rest.lastIndexOf('@'), 0))
-    const colon = userinfo.indexOf(':')
-    if (colon >= 0) found.push(userinfo.slice(colon + 1))
+    const authority = rest.slice(0, rest.search(/[/?#]|$/))
+    for (const part of [authority, rest]) {
+      const userinfo = part.slice(0, Math.max(part.lastIndexOf('@'), 0))
+      const colon = userinfo.indexOf(':')
+      if (colon >= 0) {
+        const value = userinfo.slice(colon + 1)
+        found.push(value, decoded(value) ?? value)
+      }
+    }
   }
   const query = url.indexOf('?')
   if (query >= 0) {
     for (const part of url.slice(query + 1).split(/[&#]/)) {
       const eq = part.indexOf('=')
-      if (eq > 0 && SECRET_PARAMS.includes(decoded(part.slice(0, eq)) ?? '')) {
-        found.push(part.slice(eq + 1))
+      if (eq > 0 && SECRET_PARAMS.includes(decoded(part.slice(0, eq), true) ?? '')) {
+        const value = part.slice(eq + 1)
+        found.push(value, decoded(value) ?? value, decoded(value, true) ?? value)
       }
     }
   }
-  return found.flatMap((v) => [v, decoded(v) ?? v]).filter((v) => v !== '')
+  return found.filter((v) => v !== '')
 }
 
 /** A driver or network message with anything that looks like one of the URL's passwords removed. */

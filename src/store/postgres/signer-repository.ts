@@ -188,7 +188,7 @@ export class PgSignerRepository implements SignerRepository {
   }
 
   async getForUpdate(id: string): Promise<SignerRecord | undefined> {
-    const sql = 'SELECT * FROM signers WHERE id = $1 FOR UPDATE'
+    const sql = 'SELECT * FROM signers WHERE id = $1 FOR NO KEY UPDATE'
     const [row] = await this.rows(sql, [id], 'signer-by-id-for-update')
     return row ? toRecord(row) : undefined
   }
