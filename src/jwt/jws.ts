@@ -75,8 +75,13 @@ export interface ClaimOptions {
   /** Accepted when `aud` contains any of these. */
   audience: string | string[]
   requiredClaims: string[]
-  /** Seconds. */
+  /** Seconds `exp` may have passed (0: refused from the second it names). */
   clockTolerance: number
+  /**
+   * Seconds `nbf` and `iat` may lie ahead, at least `clockTolerance`: a token a provider has just
+   * issued names the provider's second, which may be ahead of this clock's by a fraction.
+   */
+  notYetValidTolerance: number
   currentDate: Date
 }
 
@@ -241,7 +246,8 @@ export async function verifyJwt(
     issuer: options.issuer,
     audience: options.audience,
     requiredClaims: options.requiredClaims,
-    clockTolerance: options.clockTolerance,
+    // jose applies one tolerance to exp and nbf: the wider here, and exp's own in checkTimes.
+    clockTolerance: Math.max(options.clockTolerance, options.notYetValidTolerance),
     currentDate: options.currentDate,
   }).payload
   checkTimes(claims, options)
@@ -274,9 +280,14 @@ function checkTimes(claims: JWTPayload, options: ClaimOptions): void {
       )
     }
   }
-  if (claims.iat === undefined) return
   const now = Math.floor(options.currentDate.getTime() / 1000)
-  if (claims.iat > now + options.clockTolerance) {
+  // As jose's own check, with exp's tolerance (jose was given the wider one of nbf).
+  if (typeof claims.exp === 'number' && claims.exp <= now - options.clockTolerance) {
+    throw new errors.JWTExpired('"exp" claim timestamp check failed', claims, 'exp', 'check_failed')
+  }
+  if (claims.iat === undefined) return
+  const ahead = Math.max(options.clockTolerance, options.notYetValidTolerance)
+  if (claims.iat > now + ahead) {
     throw new errors.JWTClaimValidationFailed(
       '"iat" claim timestamp check failed (in the future)',
       claims,

@@ -130,6 +130,14 @@ export function isCompactJws(token: string): boolean {
   return /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
 }
 
+/**
+ * How far ahead `nbf` and `iat` may lie with no tolerance set: claims are whole seconds, so a token
+ * just issued by a provider whose clock runs even milliseconds ahead names a second this clock has
+ * not reached, and would be refused at once now and then. Accepting it early extends no token's life
+ * (`exp` has no such allowance).
+ */
+const NOT_YET_VALID_S = 5
+
 function inValidity(signer: SignerRecord, now: number, toleranceMs: number): boolean {
   if (signer.notBefore === null || signer.notAfter === null) return true
   return (
@@ -197,6 +205,7 @@ export async function verifyExternalJwt(
       audience: rules.audience,
       requiredClaims: ['exp'],
       clockTolerance: toleranceMs / 1000,
+      notYetValidTolerance: NOT_YET_VALID_S,
       currentDate: now,
     }
     const { certKey, keySet } = entry

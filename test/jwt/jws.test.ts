@@ -13,6 +13,7 @@ const OPTIONS: ClaimOptions = {
   audience: 'ziti',
   requiredClaims: ['exp'],
   clockTolerance: 30,
+  notYetValidTolerance: 5,
   currentDate: NOW,
 }
 const CLAIMS = { iss: 'https://idp.example', aud: 'ziti', sub: 'someone', exp: T + 600, iat: T }
