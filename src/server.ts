@@ -178,6 +178,13 @@ function writePrivateFile(file: string, text: string): void {
       closeSync(fd)
     }
     renameSync(temporary, file)
+    // The rename itself is on disk before the admin is stored, or a crash could lose the file.
+    const folder = openSync(dirname(file), constants.O_RDONLY)
+    try {
+      fsyncSync(folder)
+    } finally {
+      closeSync(folder)
+    }
   } catch (err) {
     rmSync(temporary, { force: true })
     throw err
