@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { AppError } from '../errors.js'
 import type { LoginFailureRepository } from '../store/contract.js'
 
@@ -29,6 +30,15 @@ export function policyLockout(
 }
 
 /**
+ * The key a user name's count is stored under: a digest, never the name's text (a name no identity
+ * has may be a password typed into the user name field, and the table is in every backup). The
+ * same on every instance and after a restart.
+ */
+export function throttleKey(name: string): string {
+  return createHash('sha256').update(`login-name:${name}`).digest('base64url')
+}
+
+/**
  * Counts failed password logins by user name, whatever the client address: from the
  * `attempts`-th consecutive failure on, the name's logins are refused with 429 for an interval
  * that starts at `firstMs` and doubles with each failure after (at most `maxMs`); a success resets
@@ -48,7 +58,7 @@ export class LoginThrottle {
   /** Throws RATE_LIMITED while the name is in its backoff (before any hashing). */
   async check(name: string): Promise<void> {
     // Read even when the defaults are off: a policy's maxAttempts may have locked the name.
-    const record = await this.repo.get(name)
+    const record = await this.repo.get(throttleKey(name))
     if (!record?.lockedUntil) return
     const waitMs = Date.parse(record.lockedUntil) - this.clock().getTime()
     if (waitMs > 0) {
@@ -66,15 +76,16 @@ export class LoginThrottle {
     const { attempts, firstMs, maxMs } = { ...this.rules, ...rules }
     if (attempts <= 0) return
     const now = this.clock()
-    const failures = await this.repo.addFailure(name, now.toISOString(), known)
+    const key = throttleKey(name)
+    const failures = await this.repo.addFailure(key, now.toISOString(), known)
     if (failures < attempts) return
     const ms = Math.min(maxMs, firstMs * 2 ** Math.min(failures - attempts, 30))
-    await this.repo.lockUntil(name, new Date(now.getTime() + ms).toISOString())
+    await this.repo.lockUntil(key, new Date(now.getTime() + ms).toISOString())
   }
 
   /** A success: the name starts again with a clean count. */
   async succeeded(name: string): Promise<void> {
-    await this.repo.clear(name)
+    await this.repo.clear(throttleKey(name))
   }
 
   /** Forgets counts untouched for a day (their names' backoff, at most 15 minutes, is over). */
