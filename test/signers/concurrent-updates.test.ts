@@ -4,26 +4,32 @@ import { buildTestApp, caller, forEachStore, login } from '../helpers/app.js'
 const M = '/edge/management/v1'
 const ROUNDS = 12
 
+/** An app on the suite's store, an admin caller, and one JWKS signer. */
+async function withSigner() {
+  const app = await buildTestApp()
+  const call = caller(app, await login(app))
+  const created = await call('POST', `${M}/external-jwt-signers`, {
+    name: 'corp',
+    enabled: true,
+    issuer: 'https://idp.corp.example',
+    audience: 'ziti',
+    jwksEndpoint: 'http://127.0.0.1:1/jwks',
+  })
+  expect(created.statusCode).toBe(201)
+  return { call, signerId: created.json().data.id as string }
+}
+
 /**
  * Two PATCHes of one signer or policy at once, each of other fields: both are kept. On PostgreSQL
- * each update reads its row locked (FOR UPDATE); read unlocked, each wrote back the other's
+ * each update reads its row locked (FOR NO KEY UPDATE); read unlocked, each wrote back the other's
  * fields as they were, and a rotation, a disable or a second factor requirement could vanish
  * while both answered 200.
  */
 forEachStore(() => {
   describe('concurrent updates of one record', () => {
     it('keeps both of two PATCHes of a signer sent at once', async () => {
-      const app = await buildTestApp()
-      const call = caller(app, await login(app))
-      const created = await call('POST', `${M}/external-jwt-signers`, {
-        name: 'corp',
-        enabled: true,
-        issuer: 'https://idp.corp.example',
-        audience: 'ziti',
-        jwksEndpoint: 'http://127.0.0.1:1/jwks',
-      })
-      expect(created.statusCode).toBe(201)
-      const url = `${M}/external-jwt-signers/${created.json().data.id}`
+      const { call, signerId } = await withSigner()
+      const url = `${M}/external-jwt-signers/${signerId}`
       for (let i = 0; i < ROUNDS; i++) {
         const [a, b] = await Promise.all([
           call('PATCH', url, { audience: `aud-${i}` }),
@@ -39,16 +45,7 @@ forEachStore(() => {
     })
 
     it('keeps both of two PATCHes of an authentication policy sent at once', async () => {
-      const app = await buildTestApp()
-      const call = caller(app, await login(app))
-      const signer = await call('POST', `${M}/external-jwt-signers`, {
-        name: 'corp',
-        enabled: true,
-        issuer: 'https://idp.corp.example',
-        audience: 'ziti',
-        jwksEndpoint: 'http://127.0.0.1:1/jwks',
-      })
-      const signerId = signer.json().data.id as string
+      const { call, signerId } = await withSigner()
       const created = await call('POST', `${M}/auth-policies`, {
         name: 'needs-jwt',
         primary: { cert: { allowed: false }, updb: { allowed: true }, extJwt: { allowed: true } },
