@@ -31,6 +31,15 @@ describe('CTRL_DB passwords in messages', () => {
     }
   })
 
+  it('hides a password holding an unescaped slash, and no stray text of a query', () => {
+    expect(redactMessage('auth failed for pa/ss', 'postgres://ctrl:pa/ss@db/ctrl')).toBe(
+      'auth failed for ***',
+    )
+    // The user info is before the host: a query's ':' and '@' name no password.
+    const url = 'postgres://ctrl@db/ctrl?application_name=a:b@c'
+    expect(redactMessage('connection refused by db', url)).toBe('connection refused by db')
+  })
+
   it('leaves a message alone when the URL holds no password', () => {
     const url = 'postgres://ctrl@db.example:5432/ctrl?application_name=ctrl'
     expect(redactMessage('connection refused: db.example:5432', url)).toBe(

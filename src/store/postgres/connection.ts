@@ -43,8 +43,8 @@ function decoded(value: string, plus = false): string | undefined {
  * The URL's passwords, read from its text rather than through a URL parser: the driver accepts
  * URLs that `new URL` refuses (`postgres://u:pw@/db?host=/run/postgresql`), and a broken escape
  * must not hide a password from redaction. Each as written and decoded. The user info ends at the
- * last `@` before the path, the query or the fragment; the last `@` of the whole URL is tried too
- * (an unescaped `/` in a password): reading too much as a password only hides more of a message.
+ * last `@` before the path, the query or the fragment, or, with none there, at the last `@` of the
+ * whole URL (an unescaped `/` in a password): reading too much as a password only hides more.
  */
 function urlSecrets(url: string): string[] {
   const found: string[] = []
@@ -52,7 +52,7 @@ function urlSecrets(url: string): string[] {
   if (scheme >= 0) {
     const rest = url.slice(scheme + 3)
     const authority = rest.slice(0, rest.search(/[/?#]|$/))
-    for (const part of [authority, rest]) {
+    for (const part of authority.includes('@') ? [authority] : [rest]) {
       const userinfo = part.slice(0, Math.max(part.lastIndexOf('@'), 0))
       const colon = userinfo.indexOf(':')
       if (colon >= 0) {
