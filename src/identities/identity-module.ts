@@ -64,10 +64,10 @@ export function buildIdentities(o: {
     // Audited (and so logged at info) with the user name and why; never the password. A name no
     // identity has is logged only (see `loggedOnly`), and without its text: it may be a password
     // typed into the wrong field. A keyed digest of it tells repeats of one name apart instead.
-    onFailure: async (username, identity, reason) => {
+    onFailure: async (username, identity, reason, requestId) => {
       const name = identity ? username : ''
       const event = audit.event(
-        { actor: { id: identity?.id ?? '', name }, requestId: null },
+        { actor: { id: identity?.id ?? '', name }, requestId },
         {
           action: 'login-failed',
           entityType: 'identities',

@@ -14,12 +14,13 @@ export interface PasswordLoginDeps {
   throttle?: LoginThrottle | undefined
   /** The identity's auth policy lockout, replacing the throttle's defaults (absent: defaults). */
   lockoutOf?: ((identity: IdentityRecord) => Promise<Partial<LockoutRules> | undefined>) | undefined
-  /** Told of each failure (the audit trail), never of the password. */
+  /** Told of each failure (the audit trail) and its request's id, never of the password. */
   onFailure?:
     | ((
         username: string,
         identity: IdentityRecord | undefined,
         reason: PasswordFailure,
+        requestId: string | null,
       ) => Promise<void>)
     | undefined
 }
@@ -33,6 +34,8 @@ export async function checkPassword(
   deps: PasswordLoginDeps,
   username: string,
   password: string,
+  /** The request's id, for the audit event of a failure. */
+  requestId: string | null = null,
 ): Promise<IdentityRecord> {
   await deps.throttle?.check(username)
   const { identity, hash } = await deps.credentials(username)
@@ -49,7 +52,7 @@ export async function checkPassword(
   if (reason !== undefined || !identity) {
     const rules = identity ? await deps.lockoutOf?.(identity) : undefined
     await deps.throttle?.failed(username, rules, identity !== undefined)
-    await deps.onFailure?.(username, identity, reason ?? 'unknown-user')
+    await deps.onFailure?.(username, identity, reason ?? 'unknown-user', requestId)
     throw new AppError('INVALID_AUTH')
   }
   await deps.throttle?.succeeded(username)

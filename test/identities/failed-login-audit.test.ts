@@ -44,12 +44,15 @@ forEachStore((kind) => {
       const call = caller(second, await login(second))
       const filter = encodeURIComponent('action = "login-failed"')
       const events = (await call('GET', `/edge/management/v1/audit-events?filter=${filter}`)).json()
-        .data as { actor: { name: string }; changedFields: string[] }[]
+        .data as { actor: { name: string }; changedFields: string[]; requestId: string | null }[]
       expect(events).toHaveLength(1)
       expect(events[0]).toMatchObject({
         actor: { name: ADMIN_USER },
         changedFields: ['wrong-password'],
+        // The refused request's id, as its 401 said: the event and the answer can be matched.
+        requestId: res.json().error.requestId,
       })
+      expect(res.json().error.requestId).toEqual(expect.any(String))
     })
   })
 })

@@ -112,13 +112,13 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     }
   }
 
-  async function passwordLogin(body: { username?: string; password?: string }) {
+  async function passwordLogin(body: { username?: string; password?: string }, requestId: string) {
     const { username, password } = body
     if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
     if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
     limiter?.identity(`name:${username}`) // before any hashing
     return {
-      identity: await checkPassword(passwords, username, password),
+      identity: await checkPassword(passwords, username, password, requestId),
       authenticatorId: 'updb',
     }
   }
@@ -166,7 +166,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
                 endsAt: a.sessionEndsAt,
               }
             })
-          : { ...(await passwordLogin(request.body)), endsAt: undefined }
+          : { ...(await passwordLogin(request.body, request.id)), endsAt: undefined }
       const secondary = await evaluateSecondary(auth, request, identity)
       const { session, token } = await sessions.open(
         identity,
