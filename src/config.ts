@@ -209,21 +209,18 @@ function origins(env: Env): string[] {
   return list
 }
 
-/**
- * `CTRL_TRUST_PROXY`: comma-separated addresses or CIDR ranges (`10.0.0.5`, `10.0.0.0/24`,
- * `fd00::/64`) of the balancers in front. Only a hop from one of them is believed about the client.
- */
 /** `::ffff:a.b.c.d` in any of its spellings. */
 function isMappedIpv4(address: string): boolean {
   const bytes = ipv6Bytes(address)
   return (
-    bytes !== undefined &&
-    bytes.slice(0, 10).every((b) => b === 0) &&
-    bytes[10] === 0xff &&
-    bytes[11] === 0xff
+    bytes?.slice(0, 10).every((b) => b === 0) === true && bytes[10] === 0xff && bytes[11] === 0xff
   )
 }
 
+/**
+ * `CTRL_TRUST_PROXY`: comma-separated addresses or CIDR ranges (`10.0.0.5`, `10.0.0.0/24`,
+ * `fd00::/64`) of the balancers in front. Only a hop from one of them is believed about the client.
+ */
 function trustedProxies(env: Env): string[] {
   const list = commaList(env, 'CTRL_TRUST_PROXY')
   for (const entry of list) {

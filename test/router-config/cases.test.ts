@@ -657,11 +657,7 @@ describe('values from the environment in messages', () => {
     expect(plain.errors[0]?.message).toContain('tls:${HOST}:99999')
     // A name only braces allow, and a value with quotes and backslashes (JSON-escaped in messages).
     const odd = 'quote"and\\backslash-secret'
-    const braced = run(
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: a YAML environment reference, not a template
-      `${BASE}forwarder:\n  faultTxInterval: \${MY-KEY}\n`,
-      { 'MY-KEY': odd },
-    )
+    const braced = run(`${BASE}forwarder:\n  faultTxInterval: \${MY-KEY}\n`, { 'MY-KEY': odd })
     expect(braced.errors.map((e) => e.path)).toEqual(['forwarder.faultTxInterval'])
     expect(JSON.stringify(braced.errors)).not.toContain('backslash-secret')
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as the message shows it

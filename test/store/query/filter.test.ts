@@ -195,7 +195,7 @@ describe('filter parser and SQLite compiler', () => {
     ['limit 5 name = "x"', 'unexpected input at position 8'],
     ['name = "x" limit none none', 'unexpected input at position 22'],
     [`${'('.repeat(40)}enabled${')'.repeat(40)}`, 'nesting deeper than 32'],
-    ['not '.repeat(40) + 'enabled', 'nesting deeper than 32'],
+    [`${'not '.repeat(40)}enabled`, 'nesting deeper than 32'],
     ['a'.repeat(4097), 'longer than 4096 characters'],
     ['name = "é" and @', 'unexpected "@" at position 15'],
   ])('refuses %s', (text, expected) => {
