@@ -149,19 +149,25 @@ export class Checker {
     return undefined
   }
 
-  /** The position of item `i` of the list under `key` (the parent's position when there is none). */
-  itemPos(parent: MapNode, key: string, i: number): Pos {
-    const node = parent.entries.get(key)?.value
-    return (node?.kind === 'seq' ? node.items[i]?.pos : undefined) ?? node?.pos ?? parent.pos
-  }
-
-  strList(parent: MapNode | undefined, path: string, key: string): string[] | undefined {
+  /**
+   * The strings of the list under `key` (any other item is an error); `each` is called with every
+   * string, its own path and its position (its index in the file's list, whatever came before it).
+   */
+  strList(
+    parent: MapNode | undefined,
+    path: string,
+    key: string,
+    each?: (value: string, itemPath: string, pos: Pos) => void,
+  ): string[] | undefined {
     const items = this.list(parent, path, key)
     if (!items) return undefined
     const out: string[] = []
     items.forEach((item, i) => {
-      if (item.kind === 'scalar' && typeof item.value === 'string') out.push(item.value)
-      else this.error(join(join(path, key), i), item.pos, `must be a string, not ${describe(item)}`)
+      const itemPath = join(join(path, key), i)
+      if (item.kind === 'scalar' && typeof item.value === 'string') {
+        out.push(item.value)
+        each?.(item.value, itemPath, item.pos)
+      } else this.error(itemPath, item.pos, `must be a string, not ${describe(item)}`)
     })
     return out
   }

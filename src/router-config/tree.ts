@@ -1,4 +1,5 @@
 import {
+  type Alias,
   isAlias,
   isMap,
   isNode,
@@ -113,6 +114,19 @@ export function expandEnv(
 
 const FLOAT_TAG = 'tag:yaml.org,2002:float'
 
+/**
+ * A `<<` merge key as YAML 1.1 reads it (plain, not quoted): the yaml package resolves it to a
+ * scalar whose value is the symbol `<<`.
+ */
+function isMergeKey(key: unknown): boolean {
+  return (
+    isScalar(key) &&
+    typeof key.value === 'symbol' &&
+    key.value.description === '<<' &&
+    key.type === 'PLAIN'
+  )
+}
+
 /** The yaml package's own alias budget (its `maxAliasCount`), and a bound on expanded values. */
 export const MAX_ALIASES = 100
 export const MAX_NODES = 100_000
@@ -181,6 +195,17 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   // hundred bytes of nested aliases ("billion laughs") would otherwise expand without bound.
   let aliases = 0
   let nodes = 0
+  const overBudget = (path: string, pos: Pos) =>
+    new ExpansionLimit({
+      path,
+      pos,
+      message: `the YAML expands to more than ${MAX_ALIASES} aliases or ${MAX_NODES} values (an alias bomb?); nothing else was checked`,
+    })
+  /** An alias resolved outside `convert` (a merge key's list), counted against the same budget. */
+  const resolveCounted = (alias: Alias, path: string, pos: Pos): unknown => {
+    if (++aliases > MAX_ALIASES) throw overBudget(path, pos)
+    return alias.resolve(doc)
+  }
   // Takes unknown: the yaml package types pair keys, values and items as unknown; its guards narrow.
   const convert = (node: unknown, path: string, fallback: Pos, depth: number): TNode => {
     const range = isNode(node) ? node.range : undefined
@@ -189,23 +214,36 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       errors.push({ path, pos, message: 'nesting deeper than 64 levels' })
       return { kind: 'scalar', pos, value: null, quoted: false }
     }
-    if (++nodes > MAX_NODES || (isAlias(node) && ++aliases > MAX_ALIASES)) {
-      throw new ExpansionLimit({
-        path,
-        pos,
-        message: `the YAML expands to more than ${MAX_ALIASES} aliases or ${MAX_NODES} values (an alias bomb?); nothing else was checked`,
-      })
-    }
+    if (++nodes > MAX_NODES || (isAlias(node) && ++aliases > MAX_ALIASES))
+      throw overBudget(path, pos)
     if (isAlias(node)) return convert(node.resolve(doc), path, pos, depth + 1)
     if (isMap(node)) {
       const entries = new Map<string, { keyPos: Pos; value: TNode }>()
+      /** The maps of `<<` merge keys, in the order written: merged after the keys of this one. */
+      const merged: TNode[] = []
       for (const pair of node.items) {
         const keyNode = pair.key
-        const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode)
         const keyRange = isNode(keyNode) ? keyNode.range : undefined
         const keyPos = keyRange ? at(keyRange[0]) : pos
+        if (isMergeKey(keyNode)) {
+          // `<<: *a` or `<<: [*a, *b]`: each map's keys are this map's own, paths included.
+          const value = isAlias(pair.value) ? resolveCounted(pair.value, path, keyPos) : pair.value
+          const sources = isSeq(value) ? value.items : [value]
+          for (const source of sources) {
+            const tree = convert(source, path, keyPos, depth + 1)
+            if (tree.kind === 'map') merged.push(tree)
+            else {
+              errors.push({
+                path: path === '' ? '<<' : `${path}.<<`,
+                pos: tree.pos,
+                message: 'a << merge key takes a map, or a list of maps, to merge into this one',
+              })
+            }
+          }
+          continue
+        }
+        const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode)
         const childPath = path === '' ? key : `${path}.${key}`
-        if (key === '<<') continue
         const seen = entries.get(key)
         if (seen) {
           warnings.push({
@@ -218,6 +256,11 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
           keyPos,
           value: convert(pair.value, childPath, keyPos, depth + 1),
         })
+      }
+      // A key of this map wins over a merged one, and an earlier merged map over a later one.
+      for (const source of merged) {
+        if (source.kind !== 'map') continue
+        for (const [key, entry] of source.entries) if (!entries.has(key)) entries.set(key, entry)
       }
       return { kind: 'map', pos, entries }
     }

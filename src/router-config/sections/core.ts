@@ -140,13 +140,11 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
   }
   const endpoint = address(c, map, path, 'endpoint')
   if (endpoint !== undefined) out.endpoint = endpoint
-  const endpoints = c.strList(map, path, 'endpoints')
+  const endpoints = c.strList(map, path, 'endpoints', (e, itemPath, pos) => {
+    const problem = addressProblem(e)
+    if (problem) c.error(itemPath, pos, problem)
+  })
   if (endpoints) {
-    endpoints.forEach((e, i) => {
-      const problem = addressProblem(e)
-      if (problem)
-        c.error(join(join(path, 'endpoints'), i), c.itemPos(map, 'endpoints', i), problem)
-    })
     // When endpoint is set the router ignores endpoints: the effective configuration does too.
     if (!c.has(map, 'endpoint')) out.endpoints = endpoints
   }

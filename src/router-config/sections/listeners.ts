@@ -51,9 +51,9 @@ function tunnel(
       return
     }
     if (key === 'services') {
-      c.strList(options, op, key)?.forEach((s, i) => {
+      c.strList(options, op, key, (s, itemPath, pos) => {
         const problem = check(s)
-        if (problem) c.error(join(join(op, key), i), c.itemPos(options, key, i), problem)
+        if (problem) c.error(itemPath, pos, problem)
       })
       return
     }

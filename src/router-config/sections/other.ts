@@ -77,24 +77,22 @@ export function checkCsr(
   }
   c.known(sans, sp, ['dns', 'ip', 'uri', 'email'])
   for (const kind of ['dns', 'ip', 'uri', 'email'] as const) {
-    const list = c.strList(sans, sp, kind) ?? []
-    list.forEach((v, i) => {
-      const pos = sans ? c.itemPos(sans, kind, i) : csr.pos
-      const p = join(join(sp, kind), i)
-      if (kind === 'ip' && isIP(v) === 0) c.error(p, pos, `"${v}" is not an IP address`)
-      if (kind === 'uri' && !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(v))
-        c.error(p, pos, `"${v}" is not a URI (such as spiffe://example.org/router)`)
-      if (kind === 'email' && !/^[^@\s]+@[^@\s]+$/.test(v))
-        c.error(p, pos, `"${v}" is not an email address`)
-      if (
-        kind === 'dns' &&
-        !/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(
-          v,
-        )
-      ) {
-        c.error(p, pos, `"${v}" is not a DNS name`)
-      }
-    })
+    const list =
+      c.strList(sans, sp, kind, (v, p, pos) => {
+        if (kind === 'ip' && isIP(v) === 0) c.error(p, pos, `"${v}" is not an IP address`)
+        if (kind === 'uri' && !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(v))
+          c.error(p, pos, `"${v}" is not a URI (such as spiffe://example.org/router)`)
+        if (kind === 'email' && !/^[^@\s]+@[^@\s]+$/.test(v))
+          c.error(p, pos, `"${v}" is not an email address`)
+        if (
+          kind === 'dns' &&
+          !/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(
+            v,
+          )
+        ) {
+          c.error(p, pos, `"${v}" is not a DNS name`)
+        }
+      }) ?? []
     out.sans[kind] = list
   }
   if (inUse && sans && Object.values(out.sans).every((l) => l.length === 0)) {

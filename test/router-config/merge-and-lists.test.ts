@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest'
+import { checkRouterConfig } from '../../src/router-config/index.js'
+
+const HEAD = `v: 3
+identity:
+  cert: /etc/ziti/client.cert
+  key: /etc/ziti/router.key
+`
+const run = (yaml: string) => checkRouterConfig(yaml, {})
+const where = (ps: { path: string; line: number }[]) => ps.map((p) => `${p.path}@${p.line}`)
+
+describe('YAML merge keys (reference §1.2: anchors, aliases and << work)', () => {
+  it('merges a map into another, the map keys winning whatever their order', () => {
+    const { errors, warnings, config } = run(`${HEAD}ctrl:
+  defaultRequestTimeout: 3s
+  <<: &base {endpoint: "tls:ctrl:6262", defaultRequestTimeout: 9s}
+link:
+  dialers:
+    - &d {binding: transport, split: false}
+    - <<: *d
+      groups: [b]
+    - <<: [{binding: transport, split: true, groups: [x]}, *d]
+      groups: [c]
+`)
+    expect(errors).toEqual([])
+    expect(warnings.map((w) => w.message).join('\n')).not.toMatch(/Symbol|<</)
+    expect(config?.ctrl.endpoint).toBe('tls:ctrl:6262')
+    expect(config?.ctrl.defaultRequestTimeout).toBe('3s')
+    expect(config?.link?.dialers.map((d) => [d.binding, d.split, d.groups])).toEqual([
+      ['transport', false, ['default']],
+      ['transport', false, ['b']],
+      // The earlier of two merged maps wins: split from the first, groups from the map itself.
+      ['transport', true, ['c']],
+    ])
+  })
+
+  it('checks merged values at the path they are merged into', () => {
+    const { errors } = run(`${HEAD}ctrl:
+  endpoint: tls:ctrl:6262
+link:
+  dialers:
+    - &d {binding: transport, split: maybe}
+    - <<: *d
+`)
+    expect(where(errors)).toEqual(['link.dialers[0].split@9', 'link.dialers[1].split@9'])
+  })
+
+  it('refuses a merge of anything but maps, by its place', () => {
+    const { errors } = run(`${HEAD}ctrl:
+  endpoint: tls:ctrl:6262
+  <<: 5
+`)
+    expect(where(errors)).toEqual(['ctrl.<<@7'])
+    expect(errors[0]?.message).toMatch(/merge key takes a map/)
+  })
+
+  it('a quoted "<<" is an ordinary (unknown) key, not a merge', () => {
+    const { errors, warnings } = run(`${HEAD}ctrl:
+  endpoint: tls:ctrl:6262
+  "<<": {bind: eth0}
+`)
+    expect(errors).toEqual([])
+    expect(where(warnings).filter((w) => w.startsWith('ctrl'))).toEqual(['ctrl.<<@7'])
+  })
+
+  it('a merge key counts against the alias budget', () => {
+    const lines = [HEAD, 'a0: &a0 {x: 1}']
+    for (let i = 1; i <= 120; i++) lines.push(`a${i}: &a${i} {<<: [*a${i - 1}]}`)
+    const { errors } = run(`${lines.join('\n')}\n`)
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/expands to more than 100 aliases/),
+    ])
+  })
+})
+
+describe('a list with an item of the wrong type', () => {
+  it('names every later item by its own index and line', () => {
+    const { errors } = run(`${HEAD}ctrl:
+  endpoints:
+    - tls:a:1
+    - 3
+    - tls:h
+    - foo:h:1
+`)
+    expect(where(errors)).toEqual([
+      'ctrl.endpoints[1]@8',
+      'ctrl.endpoints[2]@9',
+      'ctrl.endpoints[3]@10',
+    ])
+  })
+
+  it('in a proxy tunnel services list and in the csr SANs too', () => {
+    const { errors } = run(`${HEAD}ctrl:
+  endpoint: tls:ctrl:6262
+listeners:
+  - binding: tunnel
+    options:
+      mode: proxy
+      services: [a:1, 5, "e:0"]
+edge:
+  csr:
+    sans:
+      dns: [a, 5, '']
+`)
+    expect(where(errors)).toEqual([
+      'listeners[0].options.services[1]@11',
+      'listeners[0].options.services[2]@11',
+      'edge.csr.sans.dns[1]@15',
+      'edge.csr.sans.dns[2]@15',
+    ])
+  })
+})
