@@ -106,6 +106,16 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
   if (link) config.link = checkLink(c, link)
   const listeners = checkListeners(c, root, edgeMap !== undefined)
   if (listeners) config.listeners = listeners
+  // The reference router loads its edge listener with the edge section, and stops without one.
+  if (edgeMap && !listeners?.some((l) => l.binding === 'edge')) {
+    c.error(
+      'listeners',
+      (root.entries.get('listeners')?.value ?? root).pos,
+      listeners
+        ? 'the edge section needs a listener with binding: edge (where SDKs connect), and listeners has none'
+        : 'the edge section needs listeners, a list with a binding: edge listener (where SDKs connect)',
+    )
+  }
   const trace = c.map(root, '', 'trace')
   if (trace) config.trace = checkTrace(c, trace)
   const transport = c.map(root, '', 'transport')
@@ -115,6 +125,8 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
   if (rootCsr) checkCsr(c, rootCsr, 'csr', true)
 
   for (const [section, why] of START_RULES) {
+    // With edge, missing listeners are the error above.
+    if (section === 'listeners' && edgeMap) continue
     if (!c.has(root, section)) c.warn(section, root.pos, `${section} is not set: ${why}`)
   }
   if (!c.has(edgeMap, 'csr') && !rootCsr) {

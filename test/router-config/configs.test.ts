@@ -53,6 +53,9 @@ listeners:
     options:
       mode: ${mode}
 ${extra}
+  - binding: edge
+    address: tls:0.0.0.0:3022
+    options: {advertise: "tunneler.local:3022"}
 dialers:
   - binding: transport
 link:

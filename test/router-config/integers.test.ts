@@ -12,6 +12,13 @@ ctrl:
   endpoint: tls:ctrl.example.com:6262
 `
 
+/** With edge, the router needs an edge listener (placed before the snippet, whose last line is VALUE's). */
+const EDGE_LISTENER = `listeners:
+  - binding: edge
+    address: tls:0.0.0.0:3022
+    options: {advertise: "router1.example.com:3022"}
+`
+
 /** Every integer field of the specification: its path, a snippet placing VALUE, a valid value. */
 const FIELDS: [path: string, snippet: string, good: number][] = [
   ...(
@@ -42,9 +49,17 @@ const FIELDS: [path: string, snippet: string, good: number][] = [
     'profile:\n  memory:\n    path: /tmp/m\n    intervalMs: VALUE\n',
     15000,
   ],
-  ['edge.dbSaveIntervalSeconds', 'edge:\n  dbSaveIntervalSeconds: VALUE\n', 30],
-  ['edge.heartbeatIntervalSeconds', 'edge:\n  heartbeatIntervalSeconds: VALUE\n', 60],
-  ['edge.sessionValidateChunkSize', 'edge:\n  sessionValidateChunkSize: VALUE\n', 1000],
+  ['edge.dbSaveIntervalSeconds', `${EDGE_LISTENER}edge:\n  dbSaveIntervalSeconds: VALUE\n`, 30],
+  [
+    'edge.heartbeatIntervalSeconds',
+    `${EDGE_LISTENER}edge:\n  heartbeatIntervalSeconds: VALUE\n`,
+    60,
+  ],
+  [
+    'edge.sessionValidateChunkSize',
+    `${EDGE_LISTENER}edge:\n  sessionValidateChunkSize: VALUE\n`,
+    1000,
+  ],
   ['link.payloadSenderQueueSize', 'link:\n  payloadSenderQueueSize: VALUE\n', 100],
   ['link.ackSenderQueueSize', 'link:\n  ackSenderQueueSize: VALUE\n', 100],
   [

@@ -97,6 +97,7 @@ listeners:
     options:
       mode: proxy
       services: [a:1, 5, "e:0"]
+  - {binding: edge, address: "tls:0.0.0.0:3022", options: {advertise: "r:3022"}}
 edge:
   csr:
     sans:
@@ -105,8 +106,37 @@ edge:
     expect(where(errors)).toEqual([
       'listeners[0].options.services[1]@11',
       'listeners[0].options.services[2]@11',
-      'edge.csr.sans.dns[1]@15',
-      'edge.csr.sans.dns[2]@15',
+      'edge.csr.sans.dns[1]@16',
+      'edge.csr.sans.dns[2]@16',
     ])
+  })
+})
+
+describe('the edge section and its listener (reference §2.7)', () => {
+  const edge = 'edge:\n  csr:\n    sans: {dns: [r.example.com]}\n'
+  const ctrl = 'ctrl: {endpoint: "tls:ctrl:6262"}\n'
+  it.each([
+    ['no listeners at all', '', 1, /needs listeners/],
+    ['listeners left empty', 'listeners:\n', 9, /needs listeners/],
+    [
+      'only a transport listener',
+      'listeners:\n  - {binding: transport, address: "tls:0.0.0.0:1", options: {advertise: "r:1"}}\n',
+      10,
+      /binding: edge/,
+    ],
+  ])('%s is an error', (_name, listeners, line, message) => {
+    const { errors, warnings } = run(`${HEAD}${ctrl}${edge}${listeners}`)
+    expect(where(errors)).toEqual([`listeners@${line}`])
+    expect(errors[0]?.message).toMatch(message)
+    expect(where(warnings)).not.toContain('listeners@1')
+  })
+
+  it('an edge listener among others is enough, and without edge no listener is needed', () => {
+    const listener =
+      '  - {binding: edge, address: "tls:0.0.0.0:3022", options: {advertise: "r:3022"}}\n'
+    expect(run(`${HEAD}${ctrl}${edge}listeners:\n  - binding: tunnel\n${listener}`).errors).toEqual(
+      [],
+    )
+    expect(run(`${HEAD}${ctrl}`).errors).toEqual([])
   })
 })
