@@ -1,57 +1,103 @@
-const UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  μs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
+/** Nanoseconds of each unit Go's time.ParseDuration knows. */
+const UNIT_NS: Record<string, bigint> = {
+  ns: 1n,
+  us: 1_000n,
+  µs: 1_000n,
+  μs: 1_000n,
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
 }
 
-const PART = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y
+const PART = /(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h)/y
 
-/**
- * Parses a Go duration string (`300ms`, `1.5h`, `1h30m`, `-2s`) into milliseconds.
- * Returns undefined when the text is not a Go duration. A bare `0` is accepted, as Go accepts it.
- */
-export function parseDuration(text: string): number | undefined {
+/** Go's time.Duration: a signed 64-bit count of nanoseconds. */
+const MAX_NS = 2n ** 63n - 1n
+
+/** The longest duration Go holds, as Go writes it. */
+export const GO_MAX_DURATION = '2562047h47m16.854775807s'
+
+/** Why a text is not a Go duration: not its syntax, or longer than Go holds. */
+export type DurationProblem = 'syntax' | 'overflow'
+
+/** A Go duration's signed nanoseconds, or why the text is not one (see parseDuration). */
+function durationNs(text: string): bigint | DurationProblem {
   let s = text
-  let sign = 1
+  let negative = false
   if (s.startsWith('-') || s.startsWith('+')) {
-    if (s.startsWith('-')) sign = -1
+    negative = s.startsWith('-')
     s = s.slice(1)
   }
-  if (s === '0') return 0
-  if (s === '') return undefined
-  let total = 0
+  if (s === '0') return 0n
+  if (s === '') return 'syntax'
+  let total = 0n
+  let overflow = false
   PART.lastIndex = 0
   while (PART.lastIndex < s.length) {
     const start = PART.lastIndex
     const m = PART.exec(s)
-    if (!m || m.index !== start) return undefined
-    const unit = UNIT_MS[m[2] ?? '']
-    if (unit === undefined) return undefined
-    total += Number(m[1]) * unit
+    if (!m || m.index !== start) return 'syntax'
+    const [, whole = '', fraction, unitName = ''] = m
+    const unit = UNIT_NS[unitName]
+    // Go wants a digit on one side of the dot at least (`.5s` and `5.s`, not `.s`).
+    if (unit === undefined || (whole === '' && !fraction)) return 'syntax'
+    total += BigInt(whole || '0') * unit
+    if (fraction) total += (BigInt(fraction) * unit) / 10n ** BigInt(fraction.length)
+    if (total > MAX_NS + (negative ? 1n : 0n)) overflow = true
   }
-  return sign * total
+  if (overflow) return 'overflow'
+  return negative ? -total : total
 }
 
-/** Formats milliseconds as a compact Go-style duration (`1h30m`, `250ms`). */
+/**
+ * Parses a Go duration string (`300ms`, `1.5h`, `1h30m`, `-2s`) into milliseconds, as Go's
+ * time.ParseDuration does: in whole nanoseconds (a fraction of one is dropped), and undefined when
+ * the text is not a Go duration or does not fit Go's 64-bit nanoseconds (GO_MAX_DURATION).
+ * A bare `0` is accepted, as Go accepts it.
+ */
+export function parseDuration(text: string): number | undefined {
+  const ns = durationNs(text)
+  return typeof ns === 'bigint' ? Number(ns) / 1e6 : undefined
+}
+
+/** Why parseDuration refuses `text`, or undefined when it reads it. */
+export function durationProblem(text: string): DurationProblem | undefined {
+  const ns = durationNs(text)
+  return typeof ns === 'bigint' ? undefined : ns
+}
+
+/** `n / unit` in decimal, without trailing zeros (`unit` a power of ten, `n` a whole number). */
+function decimal(n: number, unit: number): string {
+  const whole = Math.floor(n / unit)
+  const fraction = n % unit
+  if (fraction === 0) return String(whole)
+  const digits = String(unit).length - 1
+  return `${whole}.${String(fraction).padStart(digits, '0').replace(/0+$/, '')}`
+}
+
+/**
+ * Formats milliseconds as a compact Go duration that Go's time.ParseDuration reads back to the same
+ * nanoseconds (`1h30m`, `250ms`, `1.5us`): never in exponent notation.
+ */
 export function formatDuration(ms: number): string {
-  if (ms === 0) return '0s'
-  if (ms < 1000) return `${ms}ms`
+  if (ms < 0) return `-${formatDuration(-ms)}`
+  const ns = Math.round(ms * 1e6)
+  if (ns === 0) return '0s'
+  if (ns < 1000) return `${ns}ns`
+  if (ns < 1e6) return `${decimal(ns, 1000)}us`
+  if (ns < 1e9) return `${decimal(ns, 1e6)}ms`
   const parts: string[] = []
-  let rest = ms
+  let rest = ns
   for (const [unit, size] of [
-    ['h', 3_600_000],
-    ['m', 60_000],
+    ['h', 3.6e12],
+    ['m', 6e10],
   ] as const) {
     if (rest >= size) {
       parts.push(`${Math.floor(rest / size)}${unit}`)
       rest %= size
     }
   }
-  if (rest > 0) parts.push(`${rest / 1000}s`)
+  if (rest > 0) parts.push(`${decimal(rest, 1e9)}s`)
   return parts.join('')
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js'
-import { parseDuration } from '../src/duration.js'
+import { durationProblem, formatDuration, GO_MAX_DURATION, parseDuration } from '../src/duration.js'
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
@@ -176,7 +176,58 @@ describe('parseDuration', () => {
     ['0', 0],
   ])('reads %s', (text, ms) => expect(parseDuration(text)).toBe(ms))
 
-  it.each(['10', '1d', '30S', '', 'm', '1h 30m', '.'])('refuses %s', (text) => {
+  it.each(['10', '1d', '30S', '', 'm', '1h 30m', '.', '.s', '1e3s', '00'])('refuses %s', (text) => {
     expect(parseDuration(text)).toBeUndefined()
+  })
+
+  it('reads in whole nanoseconds up to what Go holds, as time.ParseDuration does', () => {
+    expect(parseDuration('0.0000000001s')).toBe(0)
+    expect(parseDuration('1.5ns')).toBe(0.000001)
+    expect(parseDuration('2562047h')).toBe(2562047 * 3_600_000)
+    expect(parseDuration('2562047h47m16.854775807s')).toBeDefined()
+    for (const over of [
+      '2562048h',
+      '2562047h47m16.854775808s',
+      '9999999999h',
+      '99999999999999999999ns',
+    ])
+      expect(parseDuration(over), over).toBeUndefined()
+    expect(parseDuration('-2562047h47m16.854775808s')).toBeDefined()
+    expect(durationProblem('2562048h')).toBe('overflow')
+    expect(durationProblem('1d')).toBe('syntax')
+    expect(durationProblem(GO_MAX_DURATION)).toBeUndefined()
+  })
+})
+
+describe('formatDuration', () => {
+  it.each([
+    [0, '0s'],
+    [0.000001, '1ns'],
+    [0.0015, '1.5us'],
+    [0.5, '500us'],
+    [250, '250ms'],
+    [1.5, '1.5ms'],
+    [1500, '1.5s'],
+    [80_000, '1m20s'],
+    [5_400_000, '1h30m'],
+    [3_600_000.000001, '1h0.000000001s'],
+    [-5000, '-5s'],
+  ])('writes %s ms as %s', (ms, text) => expect(formatDuration(ms)).toBe(text))
+
+  it('writes what parseDuration reads back to the same nanoseconds, never an exponent', () => {
+    for (const text of [
+      '0.0000000001s',
+      '1ns',
+      '999ns',
+      '1.000001ms',
+      '1h0.000000001s',
+      '59m59.999s',
+    ]) {
+      const ms = parseDuration(text)
+      if (ms === undefined) throw new Error(text)
+      const written = formatDuration(ms)
+      expect(written).not.toMatch(/e/)
+      expect(parseDuration(written)).toBeCloseTo(ms, 9)
+    }
   })
 })

@@ -1,4 +1,4 @@
-import { formatDuration, parseDuration } from '../duration.js'
+import { durationProblem, formatDuration, GO_MAX_DURATION, parseDuration } from '../duration.js'
 import type { Pos, TNode } from './tree.js'
 
 /** One finding, located in the file. */
@@ -271,6 +271,14 @@ export class Checker {
     const p = join(path, key)
     const text = node.kind === 'scalar' && typeof node.value === 'string' ? node.value : undefined
     const ms = text === undefined ? undefined : parseDuration(text)
+    if (text !== undefined && ms === undefined && durationProblem(text) === 'overflow') {
+      this.error(
+        p,
+        node.pos,
+        `${text} is longer than a Go duration holds (at most ${GO_MAX_DURATION}): the router refuses it`,
+      )
+      return rule.def
+    }
     if (text === undefined || ms === undefined) {
       const hint =
         node.kind === 'scalar' && typeof node.value === 'number'
