@@ -46,7 +46,7 @@ export function suggest(key: string, known: readonly string[]): string | undefin
 export const join = (path: string, key: string | number) =>
   typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`
 
-const describe = (n: TNode): string =>
+export const describe = (n: TNode): string =>
   n.kind === 'map'
     ? 'a map'
     : n.kind === 'seq'
@@ -56,6 +56,13 @@ const describe = (n: TNode): string =>
         : n.float !== undefined
           ? `float ${n.float}`
           : `${typeof n.value} ${JSON.stringify(n.value)}`
+
+/** The channel options' counts and their bounds (reference §2.3). */
+const CHANNEL_COUNTS = [
+  ['maxQueuedConnects', 1, 5000],
+  ['maxOutstandingConnects', 1, 1000],
+  ['connectTimeoutMs', 30, 60000],
+] as const
 
 interface IntRule {
   def?: number
@@ -257,6 +264,36 @@ export class Checker {
       return rule.def
     }
     return node.value
+  }
+
+  /**
+   * Channel options (reference §2.3): `maxQueuedConnects` 1..5000, `maxOutstandingConnects`
+   * 1..1000, `connectTimeoutMs` 30..60000 and a `writeTimeout` duration; other keys are the
+   * channel's own and pass. The router ignores a non-integer count, so that is a warning. It
+   * refuses an out-of-range one where it validates the options (`enforced`: ctrl and edge
+   * listeners, an error); elsewhere it is a warning.
+   */
+  channelOptions(options: MapNode, path: string, enforced: boolean): void {
+    for (const [key, min, max] of CHANNEL_COUNTS) {
+      const node = this.entry(options, key)
+      if (node === undefined) continue
+      const p = join(path, key)
+      const range = `an integer from ${min} to ${max}`
+      if (
+        node.kind !== 'scalar' ||
+        typeof node.value !== 'number' ||
+        !Number.isInteger(node.value) ||
+        node.float !== undefined
+      ) {
+        this.warn(p, node.pos, `must be ${range}, not ${describe(node)}: the router ignores it`)
+      } else if (node.value < min || node.value > max) {
+        const message = `${node.value} is out of range: must be ${range}`
+        if (enforced) this.error(p, node.pos, `${message} (the router refuses it at start)`)
+        else this.warn(p, node.pos, message)
+      }
+    }
+    if (this.has(options, 'writeTimeout'))
+      this.durationMs(options, path, 'writeTimeout', { def: 0, min: 0 })
   }
 
   /** A Go duration string; returns milliseconds. */

@@ -140,3 +140,62 @@ describe('the edge section and its listener (reference §2.7)', () => {
     expect(run(`${HEAD}${ctrl}`).errors).toEqual([])
   })
 })
+
+describe('channel options (reference §2.3)', () => {
+  const listener =
+    'listeners:\n  - binding: edge\n    address: tls:0.0.0.0:3022\n    options:\n      advertise: r:3022\n'
+  const edge = 'edge:\n  csr:\n    sans: {dns: [r]}\n'
+  it('ctrl.options out of bounds, or a bad writeTimeout, is an error; a non-integer count a warning', () => {
+    const { errors, warnings } = run(`${HEAD}ctrl:
+  endpoint: tls:ctrl:6262
+  options:
+    connectTimeoutMs: 10
+    maxQueuedConnects: 0
+    maxOutstandingConnects: 2000
+    writeTimeout: zz
+    outQueueSize: 16
+    bogus: 1
+    connectTimeoutMs2: x
+`)
+    expect(where(errors)).toEqual([
+      'ctrl.options.connectTimeoutMs@8',
+      'ctrl.options.maxQueuedConnects@9',
+      'ctrl.options.maxOutstandingConnects@10',
+      'ctrl.options.writeTimeout@11',
+    ])
+    expect(errors[0]?.message).toMatch(/from 30 to 60000/)
+    expect(where(warnings).filter((w) => w.startsWith('ctrl'))).toEqual([])
+    const typed = run(
+      `${HEAD}ctrl:\n  endpoint: tls:ctrl:6262\n  options:\n    connectTimeoutMs: "5000"\n    writeTimeout: 5\n`,
+    )
+    expect(where(typed.warnings).filter((w) => w.startsWith('ctrl'))).toEqual([
+      'ctrl.options.connectTimeoutMs@8',
+    ])
+    expect(where(typed.errors)).toEqual(['ctrl.options.writeTimeout@9'])
+  })
+
+  it('in range, nothing is said, and the options are kept', () => {
+    const { errors, warnings, config } = run(
+      `${HEAD}ctrl:\n  endpoint: tls:ctrl:6262\n  options: {connectTimeoutMs: 30, maxQueuedConnects: 5000, maxOutstandingConnects: 1, writeTimeout: 10s}\n`,
+    )
+    expect(errors).toEqual([])
+    expect(where(warnings).filter((w) => w.startsWith('ctrl'))).toEqual([])
+    expect(config?.ctrl.options).toMatchObject({ connectTimeoutMs: 30, writeTimeout: '10s' })
+  })
+
+  it('an edge listener refuses them too; on a link they are warnings', () => {
+    const { errors, warnings } = run(`${HEAD}ctrl: {endpoint: "tls:ctrl:6262"}
+${edge}${listener}      connectTimeoutMs: 70000
+link:
+  listeners:
+    - {binding: transport, bind: "tls:0.0.0.0:1", advertise: "tls:r:1", options: {connectTimeoutMs: "x"}}
+  dialers:
+    - {binding: transport, options: {maxQueuedConnects: 99999}}
+`)
+    expect(where(errors)).toEqual(['listeners[0].options.connectTimeoutMs@14'])
+    expect(where(warnings).filter((w) => w.startsWith('link'))).toEqual([
+      'link.listeners[0].options.connectTimeoutMs@17',
+      'link.dialers[0].options.maxQueuedConnects@19',
+    ])
+  })
+})

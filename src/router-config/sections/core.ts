@@ -168,7 +168,10 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
   const bind = c.str(map, path, 'bind')
   if (bind !== undefined) out.bind = bind
   const options = c.map(map, path, 'options')
-  if (options) out.options = plainMap(options)
+  if (options) {
+    c.channelOptions(options, join(path, 'options'), true)
+    out.options = plainMap(options)
+  }
   const heartbeats = c.map(map, path, 'heartbeats')
   if (heartbeats) {
     out.heartbeats = plainMap(heartbeats)

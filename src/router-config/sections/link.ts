@@ -108,6 +108,7 @@ export function checkLink(c: Checker, map: MapNode): LinkConfig {
         c.error(join(p, 'advertise'), (l.entries.get('advertise')?.value ?? l).pos, problem)
     }
     const options = c.map(l, p, 'options')
+    if (options) c.channelOptions(options, join(p, 'options'), false)
     out.listeners.push({
       binding: 'transport',
       bind: bind ?? '',
@@ -138,6 +139,7 @@ export function checkLink(c: Checker, map: MapNode): LinkConfig {
     if (c.has(d, 'startupDelay')) c.durationMs(d, p, 'startupDelay', { def: 3000, min: 0 })
     const bind = c.str(d, p, 'bind')
     const options = c.map(d, p, 'options')
+    if (options) c.channelOptions(options, join(p, 'options'), false)
     out.dialers.push({
       binding: 'transport',
       ...(bind !== undefined ? { bind } : {}),

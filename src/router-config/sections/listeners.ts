@@ -105,6 +105,8 @@ export function checkListeners(
       )
     }
     const options = c.map(l, p, 'options')
+    // An edge listener's options are channel options too, validated at start.
+    if (options && binding === 'edge') c.channelOptions(options, join(p, 'options'), true)
     const out: ListenerConfig = { binding: binding ?? '' }
     if (binding === 'tunnel') {
       out.options = tunnel(c, options, p, l)
