@@ -69,6 +69,14 @@ const START_RULES: [string, string][] = [
   ['listeners', 'without listeners the router accepts no external on-ramp connections'],
 ]
 
+/** The forwarder section; left empty, the reference router warns and uses every default. */
+function forwarderMap(c: CheckerType, root: MapNode): MapNode | undefined {
+  const node = root.entries.get('forwarder')?.value
+  if (node?.kind === 'scalar' && node.value === null)
+    c.warn('forwarder', node.pos, 'forwarder is empty: every forwarder setting takes its default')
+  return c.map(root, '', 'forwarder')
+}
+
 function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConfig {
   c.known(root, '', [...SECTIONS, ...ALSO_READ])
   checkVersion(c, root)
@@ -92,7 +100,7 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
     v: 3,
     identity: identityMap ? checkIdentity(c, identityMap, 'identity', checkFiles, true) : {},
     ctrl: ctrlMap ? checkCtrl(c, ctrlMap) : { defaultRequestTimeout: '5s' },
-    forwarder: checkForwarder(c, c.map(root, '', 'forwarder')),
+    forwarder: checkForwarder(c, forwarderMap(c, root)),
     healthChecks: checkHealthChecks(c, c.map(root, '', 'healthChecks')),
     metrics: checkMetrics(c, c.map(root, '', 'metrics')),
     profile: checkProfile(c, c.map(root, '', 'profile')),

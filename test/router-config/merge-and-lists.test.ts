@@ -199,3 +199,44 @@ link:
     ])
   })
 })
+
+describe('fields that may not be empty, and ignored ones', () => {
+  const ctrl = 'ctrl: {endpoint: "tls:ctrl:6262"}\n'
+  const edgeWith = (extra: string) =>
+    `${HEAD}${ctrl}listeners:\n  - {binding: edge, address: "tls:0.0.0.0:3022", options: {advertise: "r:3022"}}\nedge:\n  csr: {sans: {dns: [r]}}\n${extra}`
+
+  it('trace.path and profile paths must not be empty', () => {
+    const { errors } = run(`${HEAD}${ctrl}trace: {path: ""}\nprofile:\n  cpu: {path: " "}\n`)
+    expect(where(errors)).toEqual(['trace.path@6', 'profile.cpu.path@8'])
+    expect(errors[0]?.message).toMatch(/empty/)
+  })
+
+  it('edge.apiProxy needs a listener and an upstream, non-empty strings', () => {
+    expect(where(run(edgeWith('  apiProxy: {listener: 5, upstream: ""}\n')).errors)).toEqual([
+      'edge.apiProxy.listener@10',
+      'edge.apiProxy.upstream@10',
+    ])
+    expect(where(run(edgeWith('  apiProxy: 5\n')).errors)).toEqual(['edge.apiProxy@10'])
+    expect(
+      run(edgeWith('  apiProxy: {listener: "0.0.0.0:1080", upstream: "ctrl:1280"}\n')).errors,
+    ).toEqual([])
+  })
+
+  it('an empty edge.db, an empty forwarder and health-checks API options are warnings', () => {
+    const db = run(edgeWith('  db: ""\n'))
+    expect(db.errors).toEqual([])
+    expect(where(db.warnings).filter((w) => w.startsWith('edge'))).toEqual(['edge.db@10'])
+    const forwarder = run(`${HEAD}${ctrl}forwarder:\n`)
+    expect(where(forwarder.warnings)).toContain('forwarder@6')
+    expect(forwarder.config?.forwarder.linkDialQueueLength).toBe(1000)
+    const web = run(`${HEAD}${ctrl}web:
+  - name: health
+    bindPoints: [{interface: "0.0.0.0:8081", address: "r:8081"}]
+    apis: [{binding: health-checks, options: {a: 1}}]
+`)
+    expect(web.errors).toEqual([])
+    expect(where(web.warnings).filter((w) => w.startsWith('web'))).toEqual([
+      'web[0].apis[0].options.a@9',
+    ])
+  })
+})

@@ -43,6 +43,28 @@ export function checkEdge(c: Checker, map: MapNode, csrInUse = true): EdgeConfig
     outOfRange: 'default',
   })
   c.int(map, path, 'sessionValidateChunkSize', { min: 1 })
+  const db = c.str(map, path, 'db')
+  if (db !== undefined && db.trim() === '') {
+    c.warn(
+      join(path, 'db'),
+      (map.entries.get('db')?.value ?? map).pos,
+      'db is empty: the router uses its default, the configuration file path + .proto.gzip',
+    )
+  }
+  const apiProxy = c.map(map, path, 'apiProxy')
+  if (apiProxy) {
+    const ap = join(path, 'apiProxy')
+    c.known(apiProxy, ap, ['listener', 'upstream'])
+    for (const key of ['listener', 'upstream']) {
+      const value = c.str(apiProxy, ap, key)
+      if (value === undefined ? !c.has(apiProxy, key) : value.trim() === '')
+        c.error(
+          join(ap, key),
+          (apiProxy.entries.get(key)?.value ?? apiProxy).pos,
+          `${key} is required in apiProxy, a non-empty string (host:port)`,
+        )
+    }
+  }
   for (const key of ['sessionValidateMinInterval', 'sessionValidateMaxInterval']) {
     if (c.has(map, key)) c.durationMs(map, path, key, { def: 0 })
   }
@@ -181,11 +203,11 @@ export function checkMetrics(c: Checker, map: MapNode | undefined): MetricsConfi
 
 function requiredPath(c: Checker, map: MapNode, path: string): string {
   const value = c.str(map, path, 'path')
-  if (!c.has(map, 'path'))
+  if (!c.has(map, 'path') || value?.trim() === '')
     c.error(
       join(path, 'path'),
-      map.pos,
-      `path is required when ${path} is set: the file to write to`,
+      c.has(map, 'path') ? (map.entries.get('path')?.value ?? map).pos : map.pos,
+      `path is required when ${path} is set: the file to write to${value === undefined ? '' : ' (it is empty)'}`,
     )
   return value ?? ''
 }
@@ -282,7 +304,15 @@ export function checkWeb(c: Checker, root: MapNode, checkFiles: boolean): WebCon
           `binding ${binding === undefined ? 'is required' : `"${binding}" is not offered`}: a router serves only health-checks`,
         )
       }
-      c.map(api, ap, 'options')
+      const apiOptions = c.map(api, ap, 'options')
+      // Seed 001: "The API has no options at present".
+      for (const [key, { keyPos }] of apiOptions?.entries ?? []) {
+        c.warn(
+          join(join(ap, 'options'), key),
+          keyPos,
+          `the health-checks API has no options: "${key}" is ignored`,
+        )
+      }
       apis.push({ binding: 'health-checks' })
     })
     const out: WebConfig = { name: name ?? '', bindPoints, apis }
