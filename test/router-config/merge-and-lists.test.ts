@@ -240,3 +240,28 @@ describe('fields that may not be empty, and ignored ones', () => {
     ])
   })
 })
+
+describe('a listener that says the same thing twice', () => {
+  it('warns that bind and the top-level advertise are ignored, and uses address and options.advertise', () => {
+    const { errors, warnings, config } = run(`${HEAD}ctrl: {endpoint: "tls:ctrl:6262"}
+edge:
+  csr: {sans: {dns: [r]}}
+listeners:
+  - binding: edge
+    bind: tls:0.0.0.0:3023
+    address: tls:0.0.0.0:3024
+    advertise: r:3025
+    options:
+      advertise: r:3023
+`)
+    expect(errors).toEqual([])
+    expect(where(warnings).filter((w) => w.startsWith('listeners'))).toEqual([
+      'listeners[0].bind@10',
+      'listeners[0].advertise@12',
+    ])
+    expect(config?.listeners?.[0]).toMatchObject({
+      address: 'tls:0.0.0.0:3024',
+      advertise: 'r:3023',
+    })
+  })
+})

@@ -113,6 +113,13 @@ export function checkListeners(
       return [out]
     }
     const addressKey = c.has(l, 'address') ? 'address' : 'bind'
+    if (c.has(l, 'address') && c.has(l, 'bind')) {
+      c.warn(
+        join(p, 'bind'),
+        at(l, 'bind'),
+        'bind is ignored because address is set (the reference router listens on address)',
+      )
+    }
     const address = c.str(l, p, addressKey)
     if (address === undefined && !c.has(l, addressKey)) {
       c.error(
@@ -125,7 +132,15 @@ export function checkListeners(
       if (problem) c.error(join(p, addressKey), at(l, addressKey), problem)
       out.address = address
     }
-    const [adPath, adMap] = c.has(l, 'advertise') ? [p, l] : [join(p, 'options'), options]
+    // The reference router reads options.advertise; the specification lists advertise beside bind.
+    const [adPath, adMap] = c.has(options, 'advertise') ? [join(p, 'options'), options] : [p, l]
+    if (c.has(options, 'advertise') && c.has(l, 'advertise')) {
+      c.warn(
+        join(p, 'advertise'),
+        at(l, 'advertise'),
+        'advertise is ignored because options.advertise is set (the reference router reads that one)',
+      )
+    }
     const advertise = c.str(adMap, adPath, 'advertise')
     if (!c.has(adMap, 'advertise')) {
       c.error(
