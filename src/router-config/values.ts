@@ -75,14 +75,32 @@ export function identityLocation(value: string, allowEngine: boolean): IdentityL
     }
   }
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(value)?.[1]
-  if (scheme && scheme.length > 1) {
+  if (scheme && scheme.length === 1) {
+    // Go's URL parser reads C:\... as the scheme c, as the router on Linux does.
+    return `"${value}" reads as the URL scheme ${scheme.toLowerCase()}:, not a path (a Windows path?): use a path, file:// or pem:`
+  }
+  if (scheme) {
     return allowEngine
       ? { kind: 'engine', scheme }
       : `"${value}": the scheme ${scheme}: is not supported here (use a path, file:// or pem:)`
   }
   if (/[#?]/.test(value))
     return `"${value}": the router reads # and ? in a path as URL parts; rename the file`
-  return { kind: 'file', path: value }
+  // The router reads a path as a URL: a % starts an escape (%20 is a space), and must be one.
+  const badEscape = /%(?![0-9A-Fa-f]{2})/.exec(value)
+  if (badEscape) {
+    return `"${value}": invalid URL escape "${value.slice(badEscape.index, badEscape.index + 3)}" (the router reads a path as a URL; write % as %25)`
+  }
+  return { kind: 'file', path: value.includes('%') ? unescapePath(value) : value }
+}
+
+/** A path's %XX escapes decoded as Go's URL parser does (left as written when not UTF-8). */
+function unescapePath(value: string): string {
+  try {
+    return decodeURIComponent(value)
+  } catch {
+    return value
+  }
 }
 
 export function cidrProblem(value: string): string | undefined {

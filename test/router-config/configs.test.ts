@@ -7,6 +7,7 @@ import { parse } from 'yaml'
 import { run } from '../../src/router-config/cli.js'
 import { checkRouterConfig } from '../../src/router-config/index.js'
 import { INIT_TEMPLATE } from '../../src/router-config/init-template.js'
+import { makeServerCert } from '../helpers/certs.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'router-config-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -271,8 +272,8 @@ describe('router-config command', () => {
     expect(jsonOut.config.forwarder.rateLimitedWorkerCount).toBe(5)
   })
 
-  it('--check-files verifies identity files exist and hold PEM', () => {
-    const cert = file('c.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
+  it('--check-files verifies identity files exist and hold PEM', async () => {
+    const cert = file('c.pem', (await makeServerCert()).certPem)
     const notPem = file('k.pem', 'not a key')
     const path = file(
       'f.yml',

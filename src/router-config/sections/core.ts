@@ -1,9 +1,11 @@
+import { createPrivateKey, KeyObject, X509Certificate } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { formatDuration } from '../../duration.js'
 import { caughtMessage } from '../../errors.js'
 import { type Checker, join, type MapNode } from '../checker.js'
 import { plainMap } from '../plain.js'
 import { readSmallFile, SmallFileError } from '../small-file.js'
+import type { TNode } from '../tree.js'
 import type { CtrlConfig, IdentityConfig } from '../types.js'
 import { addressProblem, identityLocation } from '../values.js'
 
@@ -30,12 +32,45 @@ export function checkVersion(c: Checker, root: MapNode): void {
 
 const IDENTITY_KEYS = ['cert', 'server_cert', 'key', 'server_key', 'ca', 'alt_server_certs']
 
+/** What `--check-files` read of one identity value: its certificates, or its private key. */
+type Material = { certs: X509Certificate[] } | { key: KeyObject } | undefined
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g
+
+/** The PEM text's certificates, or why one of them does not parse. */
+function certificates(text: string): X509Certificate[] | string {
+  const blocks = [...text.matchAll(PEM_BLOCK)].filter((m) => m[1] === 'CERTIFICATE')
+  if (blocks.length === 0) return 'holds no CERTIFICATE PEM block'
+  const certs: X509Certificate[] = []
+  for (const [i, block] of blocks.entries()) {
+    try {
+      certs.push(new X509Certificate(block[0]))
+    } catch {
+      return `holds a CERTIFICATE block (the ${ordinal(i + 1)}) that is not a certificate`
+    }
+  }
+  return certs
+}
+
+const ordinal = (n: number) => (n === 1 ? '1st' : n === 2 ? '2nd' : n === 3 ? '3rd' : `${n}th`)
+
+function privateKey(text: string): KeyObject | string {
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) return 'holds no PRIVATE KEY PEM block'
+  try {
+    return createPrivateKey(text)
+  } catch {
+    return 'holds a PRIVATE KEY block that is not a private key (or one encrypted with a passphrase)'
+  }
+}
+
 function identityValue(
   c: Checker,
   map: MapNode,
   path: string,
   key: string,
   checkFiles: boolean,
+  /** Told what was read of the value (with `checkFiles`), for the key and certificate match. */
+  read?: (material: Material) => void,
 ): string | undefined {
   const value = c.str(map, path, key)
   if (value === undefined) return undefined
@@ -46,24 +81,49 @@ function identityValue(
     c.error(join(path, key), node.pos, loc)
     return value
   }
-  if (checkFiles && loc.kind === 'file') {
-    const label = isKey ? 'PRIVATE KEY' : 'CERTIFICATE'
-    if (!existsSync(loc.path)) c.error(join(path, key), node.pos, `file ${loc.path} does not exist`)
-    else {
-      let text = ''
-      try {
-        text = readSmallFile(loc.path)
-      } catch (err) {
-        const why =
-          err instanceof SmallFileError ? err.message : `cannot be read: ${caughtMessage(err)}`
-        c.error(join(path, key), node.pos, `file ${loc.path} ${why}; only regular files are read`)
-      }
-      if (text && !new RegExp(`-----BEGIN [A-Z ]*${label}-----`).test(text)) {
-        c.error(join(path, key), node.pos, `file ${loc.path} holds no ${label} PEM block`)
-      }
+  if (!checkFiles || loc.kind === 'engine') return value
+  let text = ''
+  const what = loc.kind === 'file' ? `file ${loc.path}` : 'the inline pem: value'
+  if (loc.kind === 'pem') text = loc.pem
+  else if (!existsSync(loc.path)) {
+    c.error(join(path, key), node.pos, `file ${loc.path} does not exist`)
+    return value
+  } else {
+    try {
+      text = readSmallFile(loc.path)
+    } catch (err) {
+      const why =
+        err instanceof SmallFileError ? err.message : `cannot be read: ${caughtMessage(err)}`
+      c.error(join(path, key), node.pos, `file ${loc.path} ${why}; only regular files are read`)
+      return value
     }
   }
+  const material = isKey ? privateKey(text) : certificates(text)
+  if (typeof material === 'string') c.error(join(path, key), node.pos, `${what} ${material}`)
+  else read?.(material instanceof KeyObject ? { key: material } : { certs: material })
   return value
+}
+
+/** With `--check-files`: a certificate whose public key is not its private key's is an error. */
+function checkPair(
+  c: Checker,
+  certPath: string,
+  cert: Material,
+  key: Material,
+  keyName: string,
+  node: TNode | undefined,
+): void {
+  const leaf = cert && 'certs' in cert ? cert.certs[0] : undefined
+  const privateKey = key && 'key' in key ? key.key : undefined
+  if (!leaf || !privateKey || !node) return
+  let matches = false
+  try {
+    matches = leaf.checkPrivateKey(privateKey)
+  } catch {
+    matches = false
+  }
+  if (!matches)
+    c.error(certPath, node.pos, `the certificate's public key is not the one of ${keyName}`)
 }
 
 /** The identity section: certificate, key and CA locations. */
@@ -76,10 +136,25 @@ export function checkIdentity(
 ): IdentityConfig {
   c.known(map, path, IDENTITY_KEYS)
   const out: IdentityConfig = {}
+  const material: Partial<Record<string, Material>> = {}
   for (const key of ['cert', 'server_cert', 'key', 'server_key', 'ca'] as const) {
-    const value = identityValue(c, map, path, key, checkFiles)
+    const value = identityValue(c, map, path, key, checkFiles, (m) => {
+      material[key] = m
+    })
     if (value !== undefined) out[key] = value
   }
+  const at = (key: string) => map.entries.get(key)?.value
+  checkPair(c, join(path, 'cert'), material.cert, material.key, `${path}.key`, at('cert'))
+  // server_key falls back to key, as the reference router takes it.
+  const serverKey = c.has(map, 'server_key') ? 'server_key' : 'key'
+  checkPair(
+    c,
+    join(path, 'server_cert'),
+    material.server_cert,
+    material[serverKey],
+    `${path}.${serverKey}`,
+    at('server_cert'),
+  )
   if (required) {
     if (!c.has(map, 'cert'))
       c.missing(
@@ -99,10 +174,25 @@ export function checkIdentity(
       const alt = c.asMap(node, p)
       if (!alt) return
       c.known(alt, p, ['server_cert', 'server_key'])
-      const cert = identityValue(c, alt, p, 'server_cert', checkFiles)
-      if (cert === undefined)
+      let certMaterial: Material
+      let keyMaterial: Material
+      const cert = identityValue(c, alt, p, 'server_cert', checkFiles, (m) => {
+        certMaterial = m
+      })
+      if (!c.has(alt, 'server_cert'))
         c.missing(alt, ROOT, p, 'server_cert', 'each alternate server certificate needs its chain')
-      const key = identityValue(c, alt, p, 'server_key', checkFiles)
+      const key = identityValue(c, alt, p, 'server_key', checkFiles, (m) => {
+        keyMaterial = m
+      })
+      const keyName = key === undefined ? `${path}.key` : `${p}.server_key`
+      checkPair(
+        c,
+        join(p, 'server_cert'),
+        certMaterial,
+        key === undefined ? material.key : keyMaterial,
+        keyName,
+        alt.entries.get('server_cert')?.value,
+      )
       out.alt_server_certs?.push({ server_cert: cert ?? '', ...(key ? { server_key: key } : {}) })
     })
   }
