@@ -55,7 +55,9 @@ export const describe = (n: TNode): string =>
         ? 'empty'
         : n.float !== undefined
           ? `float ${n.float}`
-          : `${typeof n.value} ${JSON.stringify(n.value)}`
+          : n.fromEnv
+            ? `${typeof n.value} ${JSON.stringify(n.value)} (a value from the environment is always a string)`
+            : `${typeof n.value} ${JSON.stringify(n.value)}`
 
 /** The channel options' counts and their bounds (reference §2.3). */
 const CHANNEL_COUNTS = [

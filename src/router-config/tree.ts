@@ -28,6 +28,8 @@ export type TNode =
       quoted: boolean
       /** The source text of a YAML float (`3.0`, `1e3`, `!!float 3`): a number, never an integer. */
       float?: string
+      /** Its text took a value from the environment (substitution comes after typing: a string). */
+      fromEnv?: boolean
     }
 
 export interface RawProblem {
@@ -278,7 +280,9 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       // The yaml package leaves `!!float 3` a string (its 1.1 float forms need a dot); Go reads 3.0.
       if (node.tag === FLOAT_TAG && typeof value === 'string' && /^[-+]?[0-9][0-9_]*$/.test(value))
         value = Number(value.replaceAll('_', ''))
+      let fromEnv = false
       if (typeof value === 'string') {
+        const written = value
         value = expandEnv(
           value,
           env,
@@ -290,6 +294,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
             }),
           (name, v) => substituted.set(v, name),
         )
+        fromEnv = value !== written
       }
       const scalar =
         typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
@@ -303,6 +308,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       }
       if (typeof scalar === 'number' && tagOf(node, doc.schema.tags) === FLOAT_TAG)
         out.float = node.source ?? String(scalar)
+      if (fromEnv) out.fromEnv = true
       return out
     }
     return { kind: 'scalar', pos, value: null, quoted: false }

@@ -17,7 +17,14 @@ export function hostPortProblem(value: string, requireHost: boolean): string | u
     if (colon < 0) return 'the port is missing (use host:port)'
     host = value.slice(0, colon)
     port = value.slice(colon + 1)
-    if (host.includes(':')) return 'an IPv6 host must be in brackets, as [::1]:port'
+    if (host.includes(':')) {
+      const first = host.slice(0, host.indexOf(':'))
+      if (PROTOCOLS.some((p) => p === first))
+        return `no protocol here: write host:port, without ${first}:`
+      return isIP(host) === 6
+        ? 'an IPv6 host must be in brackets, as [::1]:port'
+        : 'too many colons: write host:port (an IPv6 host in brackets, as [::1]:port)'
+    }
   }
   if (requireHost && host.trim() === '') return 'the host is missing'
   if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {

@@ -265,3 +265,34 @@ listeners:
     })
   })
 })
+
+describe('messages that name the real cause', () => {
+  it('a value from the environment is a string, not a number, and the message says so', () => {
+    const { errors } = checkRouterConfig(
+      `v: \${VER}\nidentity: {cert: c, key: k}\nctrl:\n  endpoint: tls:ctrl:6262\nforwarder:\n  linkDialQueueLength: \${N}\n`,
+      { VER: '3', N: '10' },
+    )
+    expect(where(errors)).toEqual(['v@1', 'forwarder.linkDialQueueLength@6'])
+    expect(errors[0]?.message).toMatch(/from the environment is always a string: write v: 3/)
+    expect(errors[0]?.message).not.toMatch(/quotes/)
+    expect(errors[1]?.message).toMatch(/from the environment is always a string/)
+    expect(
+      run(`${HEAD.replace('v: 3', 'v: "3"')}ctrl: {endpoint: "tls:c:1"}\n`).errors[0]?.message,
+    ).toMatch(/remove the quotes/)
+  })
+
+  it('an extra colon is not called an IPv6 host, nor is a protocol where none belongs', () => {
+    const { errors } = run(`${HEAD}ctrl:
+  endpoint: tls:h:1:2
+web:
+  - name: w
+    bindPoints: [{interface: "tls:h:1", address: "h:1"}]
+    apis: [{binding: health-checks}]
+`)
+    expect(where(errors)).toEqual(['ctrl.endpoint@6', 'web[0].bindPoints[0].interface@9'])
+    expect(errors[0]?.message).toMatch(/too many colons/)
+    expect(errors[1]?.message).toMatch(/without tls:/)
+    const v6 = run(`${HEAD}ctrl:\n  endpoint: "tls:::1:6262"\n`).errors
+    expect(v6[0]?.message).toMatch(/IPv6 host must be in brackets/)
+  })
+})

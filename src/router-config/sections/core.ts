@@ -20,7 +20,12 @@ export function checkVersion(c: Checker, root: MapNode): void {
       'v is required: add "v: 3" (the only supported version of the file format)',
     )
   } else if (v.kind === 'scalar' && typeof v.value === 'string') {
-    c.error('v', v.pos, `v must be the integer 3, not the string "${v.value}" (remove the quotes)`)
+    const fix = v.fromEnv
+      ? 'a value from the environment is always a string: write v: 3'
+      : v.quoted
+        ? 'remove the quotes'
+        : 'write v: 3'
+    c.error('v', v.pos, `v must be the integer 3, not the string "${v.value}" (${fix})`)
   } else if (v.kind === 'scalar' && v.float !== undefined) {
     c.error('v', v.pos, `v must be the integer 3, not the float ${v.float} (write 3)`)
   } else if (v.kind !== 'scalar' || typeof v.value !== 'number' || !Number.isInteger(v.value)) {
