@@ -93,7 +93,8 @@ const pages: FastifyPluginAsync<ConsoleOptions> = async (app, o) => {
     const rel = (request.params as { '*'?: string })['*'] ?? '' // the wildcard, absent on `/zac/`
     if (!servable(rel)) return reply.callNotFound()
     const file = await fileIn(rel)
-    if (file === 'outside') return reply.callNotFound()
+    // A symlink may lead to a dot file inside the folder: what is served must be servable too.
+    if (file === 'outside' || (file !== undefined && !servable(file))) return reply.callNotFound()
     const served = file ?? 'index.html'
     reply.header('cache-control', HASHED.test(served) ? YEAR_CACHE : 'no-cache')
     return reply.sendFile(served)

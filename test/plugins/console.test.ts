@@ -19,6 +19,11 @@ writeFileSync(join(dir, '.env'), 'SECRET=1')
 writeFileSync(join(base, 'secret.txt'), 'outside')
 symlinkSync(join(base, 'secret.txt'), join(dir, 'leak.txt'))
 symlinkSync(join(dir, 'index.html'), join(dir, 'home.html'))
+// Links inside the folder to its dot file and to a dot folder: what they lead to is not served.
+mkdirSync(join(dir, '.git'))
+writeFileSync(join(dir, '.git', 'config'), 'secret=1')
+symlinkSync('.env', join(dir, 'envlink'))
+symlinkSync('.git', join(dir, 'gitlink'))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 const SECURITY = {
@@ -91,6 +96,8 @@ describe('the admin console at /zac/ (CTRL_CONSOLE_DIR)', () => {
       '/zac/.env',
       '/zac/%2eenv',
       '/zac/assets/.hidden/x',
+      '/zac/envlink',
+      '/zac/gitlink/config',
       '/zac/%00',
     ]) {
       // Raw requests: an HTTP client would resolve the dot segments before sending.
@@ -101,6 +108,7 @@ describe('the admin console at /zac/ (CTRL_CONSOLE_DIR)', () => {
       expect(res.status, path).toBe(404)
       expect(res.body, path).not.toContain('outside')
       expect(res.body, path).not.toContain('SECRET')
+      expect(res.body, path).not.toContain('secret=1')
       expect(JSON.parse(res.body).error.code, path).toBe('NOT_FOUND')
     }
   })
