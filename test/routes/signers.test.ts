@@ -365,11 +365,71 @@ forEachStore(() => {
     it('keeps kid unique across certificate signers', async () => {
       const { app, token } = await setup()
       expect((await call(app, token, 'POST', base, certBody())).statusCode).toBe(201)
-      const dup = await call(app, token, 'POST', base, certBody({ name: 'b', issuer: 'b' }))
+      const dup = await call(
+        app,
+        token,
+        'POST',
+        base,
+        certBody({ name: 'b', issuer: 'b', certPem: ec.certPem }),
+      )
       expect(dup.json().error).toMatchObject({
         code: 'COULD_NOT_VALIDATE',
         cause: { field: 'kid' },
       })
+    })
+
+    // OpenZiti: the fingerprint is unique where present (reference §1.3.5).
+    it('keeps a certificate to one signer, on create and on update', async () => {
+      const { app, token } = await setup()
+      const first = await call(app, token, 'POST', base, certBody())
+      expect(first.statusCode).toBe(201)
+      const dup = await call(
+        app,
+        token,
+        'POST',
+        base,
+        certBody({ name: 'b', issuer: 'b', kid: 'k2' }),
+      )
+      expect(dup.statusCode).toBe(400)
+      expect(dup.json().error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: {
+          field: 'certPem',
+          reason: expect.stringMatching(
+            /^another signer already has this certificate \(fingerprint [0-9a-f]{40}\)$/,
+          ),
+        },
+      })
+      const other = await call(
+        app,
+        token,
+        'POST',
+        base,
+        certBody({ name: 'c', issuer: 'c', kid: 'k3', certPem: ec.certPem }),
+      )
+      expect(other.statusCode).toBe(201)
+      const otherId = other.json().data.id
+      const moved = await call(app, token, 'PATCH', `${base}/${otherId}`, { certPem: rsa.certPem })
+      expect(moved.statusCode).toBe(400)
+      expect(moved.json().error.cause.field).toBe('certPem')
+      // The signer's own certificate again, and other fields, are no conflict.
+      const same = await call(app, token, 'PATCH', `${base}/${otherId}`, {
+        certPem: ec.certPem,
+        name: 'c2',
+      })
+      expect(same.statusCode).toBe(200)
+      const list = await call(
+        app,
+        token,
+        'GET',
+        `${base}?filter=${encodeURIComponent('name contains "c"')}`,
+      )
+      expect(
+        list
+          .json()
+          .data.map((s: { name: string }) => s.name)
+          .sort(),
+      ).toEqual(['c2', 'corp cert'])
     })
 
     // A value of the wrong JSON type is a body upstream cannot decode (COULD_NOT_PARSE_BODY);

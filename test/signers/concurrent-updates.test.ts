@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildTestApp, caller, forEachStore, login } from '../helpers/app.js'
+import { makeCert } from '../helpers/certs.js'
 
 const M = '/edge/management/v1'
 const ROUNDS = 12
@@ -64,6 +65,28 @@ forEachStore(() => {
           name: `needs-jwt-${i}`,
           signer: i % 2 ? null : signerId,
         })
+      }
+    })
+
+    it('gives one certificate to one of two signers created with it at once', async () => {
+      const { call } = await withSigner()
+      for (let i = 0; i < ROUNDS / 2; i++) {
+        const { certPem } = await makeCert({ kind: 'ES256', cn: `round ${i}` })
+        const body = (n: string) => ({
+          name: `cert-${i}-${n}`,
+          enabled: true,
+          issuer: `https://idp-${i}-${n}.example`,
+          audience: 'ziti',
+          certPem,
+          kid: `kid-${i}-${n}`,
+        })
+        const answers = await Promise.all([
+          call('POST', `${M}/external-jwt-signers`, body('a')),
+          call('POST', `${M}/external-jwt-signers`, body('b')),
+        ])
+        expect(answers.map((r) => r.statusCode).sort()).toEqual([201, 400])
+        const refused = answers.find((r) => r.statusCode === 400)
+        expect(refused?.json().error.cause.field).toBe('certPem')
       }
     })
   })

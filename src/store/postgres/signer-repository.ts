@@ -7,6 +7,7 @@ import {
   type TokenRules,
 } from '../contract.js'
 import type { ListPage, ListQuery } from '../query/list-query.js'
+import { certificateTaken } from '../signer-unique.js'
 import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
 import { PgListRunner } from './list-runner.js'
@@ -151,10 +152,27 @@ export class PgSignerRepository implements SignerRepository {
     await this.db.query('UPDATE signer_list_version SET version = version + 1')
   }
 
+  /**
+   * Refuses a certificate another signer has. The counter's row, updated first, is the lock every
+   * signer write takes, in the same order: a write that reads the fingerprints after it sees every
+   * other write's committed rows (READ COMMITTED takes a new snapshot each statement).
+   */
+  private async checkCertificate(signer: SignerRecord): Promise<void> {
+    const { fingerprint } = signer
+    if (fingerprint === null) return
+    const taken = await this.db.query({
+      name: 'signer-fingerprint-taken',
+      text: 'SELECT 1 FROM signers WHERE fingerprint = $1 AND id <> $2 LIMIT 1',
+      values: [fingerprint, signer.id],
+    })
+    if ((taken.rowCount ?? 0) > 0) throw certificateTaken(fingerprint)
+  }
+
   async insert(signer: SignerRecord): Promise<void> {
     try {
-      await this.db.query(INSERT, values(signer))
       await this.bump()
+      await this.checkCertificate(signer)
+      await this.db.query(INSERT, values(signer))
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }
@@ -162,10 +180,10 @@ export class PgSignerRepository implements SignerRepository {
 
   async update(signer: SignerRecord): Promise<boolean> {
     try {
+      await this.bump()
+      await this.checkCertificate(signer)
       const params = values(signer).filter((_, i) => i !== 19) // every column but created_at
-      const changed = ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
-      if (changed) await this.bump()
-      return changed
+      return ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }

@@ -6,6 +6,7 @@ import {
   type TokenRules,
 } from '../contract.js'
 import type { ListPage, ListQuery, ListSpec } from '../query/list-query.js'
+import { certificateTaken } from '../signer-unique.js'
 import type { Db } from './connection.js'
 import { mapUniqueViolation } from './errors.js'
 import { ListRunner } from './list-runner.js'
@@ -194,6 +195,7 @@ export class SignerRepository {
   private readonly allStmt
   private readonly byIssuerStmt
   private readonly enrollPolicyStmt
+  private readonly fingerprintStmt
   private readonly lists: ListRunner<SignerRow, SignerRecord>
   private readonly clientLists: ListRunner<SignerRow, ClientSignerRow>
 
@@ -209,6 +211,9 @@ export class SignerRepository {
     this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
     this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
     this.byIssuerStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE issuer = ?')
+    this.fingerprintStmt = db.prepare<[string, string], { one: number }>(
+      'SELECT 1 AS one FROM signers WHERE fingerprint = ? AND id <> ? LIMIT 1',
+    )
     this.enrollPolicyStmt = db.prepare<[string], { one: number }>(
       'SELECT 1 AS one FROM signers WHERE enroll_auth_policy_id = ? LIMIT 1',
     )
@@ -216,7 +221,15 @@ export class SignerRepository {
     this.clientLists = new ListRunner(db, 'signers', (r) => clientSignerRow(toRecord(r)))
   }
 
+  /** Refuses a certificate another signer has (the store's one writer makes the check safe). */
+  private checkCertificate(signer: SignerRecord): void {
+    const { fingerprint } = signer
+    if (fingerprint !== null && this.fingerprintStmt.get(fingerprint, signer.id))
+      throw certificateTaken(fingerprint)
+  }
+
   insert(signer: SignerRecord): void {
+    this.checkCertificate(signer)
     try {
       this.insertStmt.run(toRow(signer))
     } catch (err) {
@@ -226,6 +239,7 @@ export class SignerRepository {
 
   /** Returns false when no signer has that id. */
   update(signer: SignerRecord): boolean {
+    this.checkCertificate(signer)
     try {
       return this.updateStmt.run(toRow(signer)).changes > 0
     } catch (err) {
