@@ -40,7 +40,8 @@ function writeLoad(app: FastifyInstance, token: string, workers = 4) {
               enabled: true,
               issuer: `https://load-${i}.example`,
               audience: 'ziti',
-              certPem: cert.certPem,
+              // A certificate of its own: one certificate belongs to one signer.
+              certPem: (await makeCert({ kind: 'ES256', cn: `load-${i}` })).certPem,
               kid: `load-${i}`,
             })
       if (res.statusCode !== 201) throw new Error(`create ${i}: ${res.statusCode} ${res.body}`)

@@ -17,7 +17,7 @@ const mustRun = process.env.CI === 'true'
 if (!haproxy && !mustRun) console.log('haproxy not found: the load-balancer test is skipped')
 
 /** A bounded mixed load through the balancer: counts failures and keeps every acknowledged create. */
-function runLoad(base: string, token: string, certPem: string, workers = 4) {
+function runLoad(base: string, token: string, workers = 4) {
   let stopped = false
   let n = 0
   const failures: string[] = []
@@ -50,6 +50,8 @@ function runLoad(base: string, token: string, certPem: string, workers = 4) {
       await ok('login', req, 200)
     } else {
       const name = `lb-${i}-${Math.random().toString(36).slice(2)}`
+      // A certificate of its own: one certificate belongs to one signer.
+      const { certPem } = await makeCert({ kind: 'ES256', cn: name })
       const body = JSON.stringify({
         name,
         enabled: true,
@@ -93,7 +95,6 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
   let lb: Haproxy
   let url: string
   let token: string
-  let certPem: string
   const start = (port: number) =>
     startServer(
       {
@@ -121,7 +122,6 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
   beforeAll(async () => {
     expect(haproxy, 'haproxy must be installed in CI').toBeDefined()
     url = await createTestDatabase()
-    certPem = (await makeCert()).certPem
     for (let i = 0; i < 3; i++) ports.push(await freePort())
     nodes.push(await start(ports[0] as number))
     nodes.push(...(await Promise.all([start(ports[1] as number), start(ports[2] as number)])))
@@ -160,7 +160,7 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
   }
 
   it('restarts the three one after another with SIGTERM under load without a failed request or a lost create', async () => {
-    const load = runLoad(lb.base, token, certPem)
+    const load = runLoad(lb.base, token)
     await new Promise((r) => setTimeout(r, 500))
     for (let i = 0; i < 3; i++) {
       const old = nodes[i] as Started
@@ -181,7 +181,7 @@ describe.skipIf((!haproxy && !mustRun) || !PG_URL)('three controllers behind HAP
   }, 120_000)
 
   it('loses no acknowledged create when one instance is killed under load (failures counted)', async () => {
-    const load = runLoad(lb.base, token, certPem)
+    const load = runLoad(lb.base, token)
     await new Promise((r) => setTimeout(r, 500))
     const victim = nodes[1] as Started
     victim.child.kill('SIGKILL')
