@@ -153,16 +153,18 @@ export class PgSignerRepository implements SignerRepository {
   }
 
   /**
-   * Refuses a certificate another signer has. The counter's row, updated first, is the lock every
-   * signer write takes, in the same order: a write that reads the fingerprints after it sees every
-   * other write's committed rows (READ COMMITTED takes a new snapshot each statement).
+   * Refuses a certificate another signer has, unless this signer has it already (two that shared
+   * one before this check existed can still be changed). The counter's row, updated first, is the
+   * lock every signer write takes, in the same order: a write that reads the fingerprints after it
+   * sees every other write's committed rows (READ COMMITTED takes a new snapshot each statement).
    */
   private async checkCertificate(signer: SignerRecord): Promise<void> {
     const { fingerprint } = signer
     if (fingerprint === null) return
     const taken = await this.db.query({
       name: 'signer-fingerprint-taken',
-      text: 'SELECT 1 FROM signers WHERE fingerprint = $1 AND id <> $2 LIMIT 1',
+      text: `SELECT 1 FROM signers WHERE fingerprint = $1 AND id <> $2
+        AND NOT EXISTS (SELECT 1 FROM signers WHERE id = $2 AND fingerprint = $1) LIMIT 1`,
       values: [fingerprint, signer.id],
     })
     if ((taken.rowCount ?? 0) > 0) throw certificateTaken(fingerprint)

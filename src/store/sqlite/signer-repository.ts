@@ -211,8 +211,9 @@ export class SignerRepository {
     this.getStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE id = ?')
     this.allStmt = db.prepare<[], SignerRow>('SELECT * FROM signers')
     this.byIssuerStmt = db.prepare<[string], SignerRow>('SELECT * FROM signers WHERE issuer = ?')
-    this.fingerprintStmt = db.prepare<[string, string], { one: number }>(
-      'SELECT 1 AS one FROM signers WHERE fingerprint = ? AND id <> ? LIMIT 1',
+    this.fingerprintStmt = db.prepare<[{ fp: string; id: string }], { one: number }>(
+      `SELECT 1 AS one FROM signers WHERE fingerprint = @fp AND id <> @id
+         AND NOT EXISTS (SELECT 1 FROM signers WHERE id = @id AND fingerprint = @fp) LIMIT 1`,
     )
     this.enrollPolicyStmt = db.prepare<[string], { one: number }>(
       'SELECT 1 AS one FROM signers WHERE enroll_auth_policy_id = ? LIMIT 1',
@@ -221,10 +222,14 @@ export class SignerRepository {
     this.clientLists = new ListRunner(db, 'signers', (r) => clientSignerRow(toRecord(r)))
   }
 
-  /** Refuses a certificate another signer has (the store's one writer makes the check safe). */
+  /**
+   * Refuses a certificate another signer has (the store's one writer makes the check safe), unless
+   * this signer has it already: two signers that shared one before this check existed can still
+   * be changed, or disabled.
+   */
   private checkCertificate(signer: SignerRecord): void {
     const { fingerprint } = signer
-    if (fingerprint !== null && this.fingerprintStmt.get(fingerprint, signer.id))
+    if (fingerprint !== null && this.fingerprintStmt.get({ fp: fingerprint, id: signer.id }))
       throw certificateTaken(fingerprint)
   }
 
