@@ -22,7 +22,7 @@ export const GO_MAX_DURATION = '2562047h47m16.854775807s'
 export type DurationProblem = 'syntax' | 'overflow'
 
 /** A Go duration's signed nanoseconds, or why the text is not one (see parseDuration). */
-function durationNs(text: string): bigint | DurationProblem {
+function durationNs(text: string): bigint | 'syntax' | { overflow: bigint } {
   let s = text
   let negative = false
   if (s.startsWith('-') || s.startsWith('+')) {
@@ -46,7 +46,7 @@ function durationNs(text: string): bigint | DurationProblem {
     if (fraction) total += (BigInt(fraction) * unit) / 10n ** BigInt(fraction.length)
     if (total > MAX_NS + (negative ? 1n : 0n)) overflow = true
   }
-  if (overflow) return 'overflow'
+  if (overflow) return { overflow: negative ? -total : total }
   return negative ? -total : total
 }
 
@@ -56,15 +56,20 @@ function durationNs(text: string): bigint | DurationProblem {
  * the text is not a Go duration or does not fit Go's 64-bit nanoseconds (GO_MAX_DURATION).
  * A bare `0` is accepted, as Go accepts it.
  */
-export function parseDuration(text: string): number | undefined {
+export function parseDuration(
+  text: string,
+  /** `goLimit: false`: a duration past Go's limit is read all the same (the controller's own). */
+  { goLimit = true }: { goLimit?: boolean } = {},
+): number | undefined {
   const ns = durationNs(text)
-  return typeof ns === 'bigint' ? Number(ns) / 1e6 : undefined
+  if (typeof ns === 'bigint') return Number(ns) / 1e6
+  return ns !== 'syntax' && !goLimit ? Number(ns.overflow) / 1e6 : undefined
 }
 
 /** Why parseDuration refuses `text`, or undefined when it reads it. */
 export function durationProblem(text: string): DurationProblem | undefined {
   const ns = durationNs(text)
-  return typeof ns === 'bigint' ? undefined : ns
+  return typeof ns === 'bigint' ? undefined : ns === 'syntax' ? 'syntax' : 'overflow'
 }
 
 /** `n / unit` in decimal, without trailing zeros (`unit` a power of ten, `n` a whole number). */
@@ -78,11 +83,15 @@ function decimal(n: number, unit: number): string {
 
 /**
  * Formats milliseconds as a compact Go duration that Go's time.ParseDuration reads back to the same
- * nanoseconds (`1h30m`, `250ms`, `1.5us`): never in exponent notation.
+ * nanoseconds below about 104 days, and within Go's limit always (`1h30m`, `250ms`, `1.5us`):
+ * never in exponent notation.
  */
 export function formatDuration(ms: number): string {
   if (ms < 0) return `-${formatDuration(-ms)}`
   const ns = Math.round(ms * 1e6)
+  // Past 2^53 ns (about 104 days) a double holds no exact nanoseconds: the largest Go duration
+  // may round up past itself, so it is written as itself.
+  if (ns >= 2 ** 63) return GO_MAX_DURATION
   if (ns === 0) return '0s'
   if (ns < 1000) return `${ns}ns`
   if (ns < 1e6) return `${decimal(ns, 1000)}us`

@@ -196,6 +196,9 @@ describe('parseDuration', () => {
     expect(durationProblem('2562048h')).toBe('overflow')
     expect(durationProblem('1d')).toBe('syntax')
     expect(durationProblem(GO_MAX_DURATION)).toBeUndefined()
+    // The controller's own durations (token rules) are not bound by Go's limit.
+    expect(parseDuration('3000000h', { goLimit: false })).toBe(3_000_000 * 3_600_000)
+    expect(parseDuration('3000000x', { goLimit: false })).toBeUndefined()
   })
 })
 
@@ -213,6 +216,13 @@ describe('formatDuration', () => {
     [3_600_000.000001, '1h0.000000001s'],
     [-5000, '-5s'],
   ])('writes %s ms as %s', (ms, text) => expect(formatDuration(ms)).toBe(text))
+
+  it('writes the largest Go duration as itself, though a double cannot hold its nanoseconds', () => {
+    const ms = parseDuration(GO_MAX_DURATION)
+    expect(ms).toBeDefined()
+    expect(formatDuration(ms ?? 0)).toBe(GO_MAX_DURATION)
+    expect(parseDuration(formatDuration(parseDuration('2562047h') ?? 0))).toBeDefined()
+  })
 
   it('writes what parseDuration reads back to the same nanoseconds, never an exponent', () => {
     for (const text of [

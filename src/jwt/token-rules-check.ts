@@ -41,7 +41,8 @@ function checkCondition(field: string, c: ClaimCondition): void {
 
 function checkDuration(field: string, text: string | undefined, maxMs?: number): void {
   if (text === undefined) return
-  const ms = parseDuration(text)
+  // The controller's own durations: past Go's limit is still a (very long) duration.
+  const ms = parseDuration(text, { goLimit: false })
   if (ms === undefined) throw bad(field, 'must be a duration such as 10m or 1h30m', text)
   if (maxMs === undefined ? ms <= 0 : ms < 0 || ms > maxMs) {
     throw bad(field, maxMs === undefined ? 'must be positive' : 'must be from 0 to 5m', text)

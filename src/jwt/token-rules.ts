@@ -168,5 +168,5 @@ export function reusableUntil(rules: CompiledRules, claims: JWTPayload, skewMs: 
 
 /** Stored durations were validated on write. */
 function durationMs(text: string | undefined): number | undefined {
-  return text === undefined ? undefined : parseDuration(text)
+  return text === undefined ? undefined : parseDuration(text, { goLimit: false })
 }

@@ -221,19 +221,23 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
     if (isAlias(node)) return convert(node.resolve(doc), path, pos, depth + 1)
     if (isMap(node)) {
       const entries = new Map<string, { keyPos: Pos; value: TNode }>()
-      /** The maps of `<<` merge keys, in the order written: merged after the keys of this one. */
-      const merged: TNode[] = []
+      /** Where each key was written in this map itself (merged keys are not duplicates). */
+      const written = new Map<string, Pos>()
+      // In file order, as the reference router's YAML library (yaml.v2) reads a map: a `<<` merge
+      // key sets its maps' keys where it stands, over any key before it, and a key after it wins.
       for (const pair of node.items) {
         const keyNode = pair.key
         const keyRange = isNode(keyNode) ? keyNode.range : undefined
         const keyPos = keyRange ? at(keyRange[0]) : pos
         if (isMergeKey(keyNode)) {
-          // `<<: *a` or `<<: [*a, *b]`: each map's keys are this map's own, paths included.
+          // `<<: *a` or `<<: [*a, *b]`: each map's keys are this map's own, paths included; of
+          // a list, the earlier map wins (yaml.v2 merges it last).
           const value = isAlias(pair.value) ? resolveCounted(pair.value, path, keyPos) : pair.value
-          const sources = isSeq(value) ? value.items : [value]
+          const sources = isSeq(value) ? [...value.items].reverse() : [value]
           for (const source of sources) {
             const tree = convert(source, path, keyPos, depth + 1)
-            if (tree.kind === 'map') merged.push(tree)
+            if (tree.kind === 'map')
+              for (const [key, entry] of tree.entries) entries.set(key, entry)
             else {
               errors.push({
                 path: path === '' ? '<<' : `${path}.<<`,
@@ -246,23 +250,19 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
         }
         const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode)
         const childPath = path === '' ? key : `${path}.${key}`
-        const seen = entries.get(key)
+        const seen = written.get(key)
         if (seen) {
           warnings.push({
             path: childPath,
             pos: keyPos,
-            message: `duplicate key "${key}" (lines ${seen.keyPos.line} and ${keyPos.line}); the last one wins`,
+            message: `duplicate key "${key}" (lines ${seen.line} and ${keyPos.line}); the last one wins`,
           })
         }
+        written.set(key, keyPos)
         entries.set(key, {
           keyPos,
           value: convert(pair.value, childPath, keyPos, depth + 1),
         })
-      }
-      // A key of this map wins over a merged one, and an earlier merged map over a later one.
-      for (const source of merged) {
-        if (source.kind !== 'map') continue
-        for (const [key, entry] of source.entries) if (!entries.has(key)) entries.set(key, entry)
       }
       return { kind: 'map', pos, entries }
     }

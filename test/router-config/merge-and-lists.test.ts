@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
 import { checkRouterConfig } from '../../src/router-config/index.js'
+import { INIT_TEMPLATE } from '../../src/router-config/init-template.js'
 
 const HEAD = `v: 3
 identity:
@@ -10,7 +12,7 @@ const run = (yaml: string) => checkRouterConfig(yaml, {})
 const where = (ps: { path: string; line: number }[]) => ps.map((p) => `${p.path}@${p.line}`)
 
 describe('YAML merge keys (reference §1.2: anchors, aliases and << work)', () => {
-  it('merges a map into another, the map keys winning whatever their order', () => {
+  it('merges in file order as yaml.v2 does: a key after << wins, a key before it does not', () => {
     const { errors, warnings, config } = run(`${HEAD}ctrl:
   defaultRequestTimeout: 3s
   <<: &base {endpoint: "tls:ctrl:6262", defaultRequestTimeout: 9s}
@@ -21,17 +23,32 @@ link:
       groups: [b]
     - <<: [{binding: transport, split: true, groups: [x]}, *d]
       groups: [c]
+forwarder:
+  <<: {linkDialWorkerCount: 1, linkDialQueueLength: 7}
+  linkDialWorkerCount: 40
 `)
     expect(errors).toEqual([])
-    expect(warnings.map((w) => w.message).join('\n')).not.toMatch(/Symbol|<</)
+    expect(warnings.map((w) => w.message).join('\n')).not.toMatch(/Symbol|<<|duplicate/)
     expect(config?.ctrl.endpoint).toBe('tls:ctrl:6262')
-    expect(config?.ctrl.defaultRequestTimeout).toBe('3s')
+    // Written before the merge, the map's own value is replaced by the merged one.
+    expect(config?.ctrl.defaultRequestTimeout).toBe('9s')
+    expect(config?.forwarder).toMatchObject({ linkDialWorkerCount: 40, linkDialQueueLength: 7 })
     expect(config?.link?.dialers.map((d) => [d.binding, d.split, d.groups])).toEqual([
       ['transport', false, ['default']],
       ['transport', false, ['b']],
-      // The earlier of two merged maps wins: split from the first, groups from the map itself.
+      // Of a list of maps, the earlier wins: split from the first, groups from the map itself.
       ['transport', true, ['c']],
     ])
+  })
+
+  it('checks the value a merge puts over the one written before it', () => {
+    const { errors } = run(`${HEAD}ctrl: {endpoint: "tls:ctrl:6262"}
+x-fw: &fw {linkDialWorkerCount: 0}
+forwarder:
+  linkDialWorkerCount: 32
+  <<: *fw
+`)
+    expect(where(errors)).toEqual(['forwarder.linkDialWorkerCount@6'])
   })
 
   it('checks merged values at the path they are merged into', () => {
@@ -206,7 +223,7 @@ describe('fields that may not be empty, and ignored ones', () => {
     `${HEAD}${ctrl}listeners:\n  - {binding: edge, address: "tls:0.0.0.0:3022", options: {advertise: "r:3022"}}\nedge:\n  csr: {sans: {dns: [r]}}\n${extra}`
 
   it('trace.path and profile paths must not be empty', () => {
-    const { errors } = run(`${HEAD}${ctrl}trace: {path: ""}\nprofile:\n  cpu: {path: " "}\n`)
+    const { errors } = run(`${HEAD}${ctrl}trace: {path: ""}\nprofile:\n  cpu: {path: ""}\n`)
     expect(where(errors)).toEqual(['trace.path@6', 'profile.cpu.path@8'])
     expect(errors[0]?.message).toMatch(/empty/)
   })
@@ -261,8 +278,9 @@ listeners:
     ])
     expect(config?.listeners?.[0]).toMatchObject({
       address: 'tls:0.0.0.0:3024',
-      advertise: 'r:3023',
+      options: { advertise: 'r:3023' },
     })
+    expect(config?.listeners?.[0]?.advertise).toBeUndefined()
   })
 })
 
@@ -294,5 +312,22 @@ web:
     expect(errors[1]?.message).toMatch(/without tls:/)
     const v6 = run(`${HEAD}ctrl:\n  endpoint: "tls:::1:6262"\n`).errors
     expect(v6[0]?.message).toMatch(/IPv6 host must be in brackets/)
+  })
+})
+
+describe('the effective configuration checks again as it was printed', () => {
+  it.each([
+    ['the init template', INIT_TEMPLATE],
+    [
+      'a listener written as the specification lists it (bind, advertise beside it)',
+      `${HEAD}ctrl: {endpoint: "tls:ctrl:6262"}\nedge:\n  csr: {sans: {dns: [r]}}\nlisteners:\n  - {binding: edge, bind: "tls:0.0.0.0:3022", advertise: "r:3022"}\n`,
+    ],
+  ])('%s: no error and no warning the first file did not have', (_name, text) => {
+    const first = checkRouterConfig(text, {})
+    expect(first.errors).toEqual([])
+    const again = checkRouterConfig(stringify(first.config), {})
+    expect(again.errors).toEqual([])
+    const messages = (r: typeof first) => r.warnings.map((w) => `${w.path}: ${w.message}`)
+    expect(messages(again).filter((m) => !messages(first).includes(m))).toEqual([])
   })
 })

@@ -151,7 +151,8 @@ export function checkListeners(
     } else if (advertise !== undefined && adMap) {
       const problem = advertiseProblem(advertise)
       if (problem) c.error(join(adPath, 'advertise'), at(adMap, 'advertise'), problem)
-      out.advertise = advertise
+      // Written once, where it was read (options keep theirs): the output checks again cleanly.
+      if (adMap === l) out.advertise = advertise
     }
     if (options) out.options = plainMap(options)
     return [out]

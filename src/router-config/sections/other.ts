@@ -44,7 +44,7 @@ export function checkEdge(c: Checker, map: MapNode, csrInUse = true): EdgeConfig
   })
   c.int(map, path, 'sessionValidateChunkSize', { min: 1 })
   const db = c.str(map, path, 'db')
-  if (db !== undefined && db.trim() === '') {
+  if (db === '') {
     c.warn(
       join(path, 'db'),
       (map.entries.get('db')?.value ?? map).pos,
@@ -57,7 +57,7 @@ export function checkEdge(c: Checker, map: MapNode, csrInUse = true): EdgeConfig
     c.known(apiProxy, ap, ['listener', 'upstream'])
     for (const key of ['listener', 'upstream']) {
       const value = c.str(apiProxy, ap, key)
-      if (value === undefined ? !c.has(apiProxy, key) : value.trim() === '')
+      if (value === undefined ? !c.has(apiProxy, key) : value === '')
         c.error(
           join(ap, key),
           (apiProxy.entries.get(key)?.value ?? apiProxy).pos,
@@ -203,7 +203,7 @@ export function checkMetrics(c: Checker, map: MapNode | undefined): MetricsConfi
 
 function requiredPath(c: Checker, map: MapNode, path: string): string {
   const value = c.str(map, path, 'path')
-  if (!c.has(map, 'path') || value?.trim() === '')
+  if (!c.has(map, 'path') || value === '')
     c.error(
       join(path, 'path'),
       c.has(map, 'path') ? (map.entries.get('path')?.value ?? map).pos : map.pos,

@@ -122,6 +122,8 @@ const UPDATE = `UPDATE signers SET name = $2, enabled = $3, issuer = $4, audienc
   enroll_attribute_claims_selector = $24, enroll_auth_policy_id = $25, token_rules = $26
   WHERE id = $1`
 const UNIQUE = { signers_name_key: 'name', signers_issuer_key: 'issuer', signers_kid: 'kid' }
+/** The advisory lock of certificate signer writes: 0x7369676e, "sign" (012's is "sess"). */
+const CERTIFICATE_LOCK = 1936287598
 
 /** Persistence of external JWT signers on PostgreSQL. */
 export class PgSignerRepository implements SignerRepository {
@@ -154,13 +156,15 @@ export class PgSignerRepository implements SignerRepository {
 
   /**
    * Refuses a certificate another signer has, unless this signer has it already (two that shared
-   * one before this check existed can still be changed). The counter's row, updated first, is the
-   * lock every signer write takes, in the same order: a write that reads the fingerprints after it
-   * sees every other write's committed rows (READ COMMITTED takes a new snapshot each statement).
+   * one before this check existed can still be changed). Certificate writes take one lock of their
+   * own first, held to COMMIT, so the read that follows sees every other one committed (READ
+   * COMMITTED reads each statement anew). Only they take it, and nothing else before it, so it
+   * waits in no cycle with the rows and the counter other writes lock.
    */
   private async checkCertificate(signer: SignerRecord): Promise<void> {
     const { fingerprint } = signer
     if (fingerprint === null) return
+    await this.db.query('SELECT pg_advisory_xact_lock($1, 0)', [CERTIFICATE_LOCK])
     const taken = await this.db.query({
       name: 'signer-fingerprint-taken',
       text: `SELECT 1 FROM signers WHERE fingerprint = $1 AND id <> $2
@@ -172,9 +176,9 @@ export class PgSignerRepository implements SignerRepository {
 
   async insert(signer: SignerRecord): Promise<void> {
     try {
-      await this.bump()
       await this.checkCertificate(signer)
       await this.db.query(INSERT, values(signer))
+      await this.bump()
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }
@@ -182,10 +186,11 @@ export class PgSignerRepository implements SignerRepository {
 
   async update(signer: SignerRecord): Promise<boolean> {
     try {
-      await this.bump()
       await this.checkCertificate(signer)
       const params = values(signer).filter((_, i) => i !== 19) // every column but created_at
-      return ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
+      const changed = ((await this.db.query(UPDATE, params)).rowCount ?? 0) > 0
+      if (changed) await this.bump()
+      return changed
     } catch (err) {
       throw mapPgError(err, UNIQUE, { ...signer })
     }
