@@ -290,8 +290,7 @@ export class Checker {
         this.warn(p, node.pos, `must be ${range}, not ${describe(node)}: the router ignores it`)
       } else if (node.value < min || node.value > max) {
         const message = `${node.value} is out of range: must be ${range}`
-        if (enforced)
-          this.error(p, node.pos, `${message} (the reference router refuses it)`)
+        if (enforced) this.error(p, node.pos, `${message} (the reference router refuses it)`)
         else this.warn(p, node.pos, message)
       }
     }
