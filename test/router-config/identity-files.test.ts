@@ -109,3 +109,13 @@ describe('--check-files reads what the files and pem: values hold', () => {
     expect(where(errors)).toEqual(['identity.alt_server_certs[0].server_cert@5'])
   })
 })
+
+describe('--check-files reads a hostile file in one pass', () => {
+  it('a megabyte of certificate headers without an end is one error, not a hang', () => {
+    const path = write('headers.pem', '-----BEGIN CERTIFICATE-----\n'.repeat(35_000))
+    const { errors } = check(`  cert: ${path}\n  key: ${write('k.pem', a.keyPem)}\n`)
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/holds no CERTIFICATE PEM block/),
+    ])
+  })
+})

@@ -40,11 +40,12 @@ const IDENTITY_KEYS = ['cert', 'server_cert', 'key', 'server_key', 'ca', 'alt_se
 /** What `--check-files` read of one identity value: its certificates, or its private key. */
 type Material = { certs: X509Certificate[] } | { key: KeyObject } | undefined
 
-const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g
+/** A certificate block: its body holds no `-`, so a scan that fails stops at the next line of dashes. */
+const CERTIFICATE_BLOCK = /-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----/g
 
 /** The PEM text's certificates, or why one of them does not parse. */
 function certificates(text: string): X509Certificate[] | string {
-  const blocks = [...text.matchAll(PEM_BLOCK)].filter((m) => m[1] === 'CERTIFICATE')
+  const blocks = [...text.matchAll(CERTIFICATE_BLOCK)]
   if (blocks.length === 0) return 'holds no CERTIFICATE PEM block'
   const certs: X509Certificate[] = []
   for (const [i, block] of blocks.entries()) {
