@@ -46,7 +46,12 @@ export async function openStore(
     })
   }
   const db = openDatabase(settings.db, log)
-  const store = new SqliteStore(db, () => db.close())
+  const store = new SqliteStore(db, () => db.close(), {
+    checkpoints: {
+      onFailure: (failure) =>
+        log.warn(failure, 'WAL checkpoint thread given up; checkpoints run in commits meanwhile'),
+    },
+  })
   try {
     await underLock(store)
   } catch (err) {

@@ -12,6 +12,7 @@ import type {
 import { AuditRepository } from './audit-repository.js'
 import { AuthPolicyRepository } from './auth-policy-repository.js'
 import { backupTo, integrityFacts, storageProblems } from './backup.js'
+import { BackgroundCheckpoints, type BackgroundCheckpointsOptions } from './checkpoints.js'
 import type { Db } from './connection.js'
 import { ControllerRepository } from './controller-repository.js'
 import { IdentityRepository } from './identity-repository.js'
@@ -79,6 +80,8 @@ export class SqliteStore implements Store {
   private readonly loginBatch
   /** A file database's WAL, synced off the event loop after each login batch (see WalSync). */
   private readonly wal: WalSync | undefined
+  /** A file database's WAL checkpoints, on a thread of their own (see BackgroundCheckpoints). */
+  readonly checkpoints: BackgroundCheckpoints | undefined
   /**
    * Set for good once a login batch's WAL could not be synced (or the connection's sync level
    * could not be restored after one): the batch's pages are indexed in the WAL yet may never reach
@@ -92,8 +95,12 @@ export class SqliteStore implements Store {
   constructor(
     readonly db: Db,
     private readonly onClose?: () => void,
-    /** How the WAL is synced after a login batch (tests hold or fail it); fdatasync by default. */
-    options: { syncFile?: SyncFile } = {},
+    options: {
+      /** How the WAL is synced after a login batch (tests hold or fail it); fdatasync by default. */
+      syncFile?: SyncFile
+      /** Checkpoints on a thread of their own (default: yes, for a WAL file); `false`: in commits. */
+      checkpoints?: BackgroundCheckpointsOptions | false
+    } = {},
   ) {
     const sessions = new SessionRepository(db)
     const audit = new AuditRepository(db)
@@ -119,7 +126,12 @@ export class SqliteStore implements Store {
     })
     const wal = !db.memory && db.pragma('journal_mode', { simple: true }) === 'wal'
     // SQLite names the WAL after the database's real path (symbolic links resolved).
-    this.wal = wal ? new WalSync(`${realpathSync(db.name)}-wal`, options.syncFile) : undefined
+    const file = wal ? realpathSync(db.name) : undefined
+    this.wal = file ? new WalSync(`${file}-wal`, options.syncFile) : undefined
+    this.checkpoints =
+      file && options.checkpoints !== false
+        ? new BackgroundCheckpoints(file, options.checkpoints)
+        : undefined
   }
 
   /** Nothing kept is trusted once the store is unsound: every read goes to it, and is refused. */
@@ -132,6 +144,8 @@ export class SqliteStore implements Store {
     this.unsound ? Promise.reject(this.unsound) : this.mutex.run(fn)
 
   private becomeUnsound(): AppError {
+    // Nothing is written any more: no checkpoint copies what the failed sync may have left out.
+    void this.checkpoints?.close()
     this.unsound ??= new AppError('SERVICE_UNAVAILABLE', {
       cause: {
         field: 'database',
@@ -153,6 +167,7 @@ export class SqliteStore implements Store {
       try {
         const result = await work(this.inTx)
         this.db.exec('COMMIT')
+        this.checkpoints?.written()
         return result
       } catch (err) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK')
@@ -194,6 +209,7 @@ export class SqliteStore implements Store {
       throw this.becomeUnsound()
     }
     if (this.unsound) throw this.unsound
+    this.checkpoints?.written()
     return ended
   }
 
@@ -228,6 +244,8 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    // The thread's connection closes first: the last one to close checkpoints and removes the WAL.
+    await this.checkpoints?.close()
     this.wal?.close()
     this.onClose?.()
   }

@@ -1,0 +1,223 @@
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import Database from 'better-sqlite3'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { CheckpointFailure } from '../../../src/store/sqlite/checkpoints.js'
+import { openDatabase } from '../../../src/store/sqlite/connection.js'
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { insertIdentities, logins } from '../../helpers/records.js'
+
+/** Session ids in the database file itself, read without its WAL: only what was checkpointed. */
+function inFileItself(path: string): string[] {
+  // A copy of the file alone: SQLite finds no WAL beside it.
+  const copy = `${path}.alone`
+  copyFileSync(path, copy)
+  const db = new Database(copy)
+  try {
+    // The schema itself is in the WAL until a first checkpoint.
+    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'api_sessions'").get()
+    if (table === undefined) return []
+    return db
+      .prepare<[], { id: string }>('SELECT id FROM api_sessions ORDER BY id')
+      .all()
+      .map((r) => r.id)
+  } finally {
+    db.close()
+    rmSync(copy)
+  }
+}
+
+/** Waits (bounded) until `done` holds. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 10))
+  if (!done()) throw new Error(`timed out waiting for ${what}`)
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
+  let dir: string
+  let path: string
+  const open: SqliteStore[] = []
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ctrl-ckpt-'))
+    path = join(dir, 'ctrl.db')
+  })
+  afterEach(async () => {
+    for (const store of open.splice(0)) await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  function openStore(options: ConstructorParameters<typeof SqliteStore>[2] = {}): SqliteStore {
+    const db = openDatabase(path)
+    const store = new SqliteStore(db, () => db.close(), options)
+    open.push(store)
+    return store
+  }
+
+  it('copies committed logins into the database file while the store runs', async () => {
+    const store = openStore({ checkpoints: { intervalMs: 20 } })
+    await insertIdentities(store, 'alice')
+    // Far below wal_autocheckpoint's 10,000 pages: the commits alone copy nothing (see below).
+    await store.recordLogins(logins('alice', [1, 2]))
+    await pause(30)
+    await store.recordLogins(logins('alice', [3]))
+    await until(() => (store.checkpoints?.stats.checkpoints ?? 0) >= 1, 'a checkpoint')
+    expect(inFileItself(path)).toEqual(['alice-1', 'alice-2', 'alice-3'])
+    expect(store.checkpoints?.running).toBe(true)
+    // The store reads and writes on as before.
+    await store.recordLogins(logins('alice', [4]))
+    expect((await store.repos.sessions.all()).map((s) => s.id).sort()).toEqual([
+      'alice-1',
+      'alice-2',
+      'alice-3',
+      'alice-4',
+    ])
+  })
+
+  it('asks for no checkpoint before the interval has passed, nor without a write', async () => {
+    const store = openStore({ checkpoints: { intervalMs: 60_000 } })
+    await insertIdentities(store, 'alice')
+    await store.recordLogins(logins('alice', [1]))
+    await pause(50)
+    expect(store.checkpoints?.running).toBe(false)
+    expect(store.checkpoints?.stats.checkpoints).toBe(0)
+    expect(inFileItself(path)).toEqual([])
+  })
+
+  it('ends its thread when the store closes; the WAL is removed and nothing is lost', async () => {
+    const store = openStore({ checkpoints: { intervalMs: 1 } })
+    await insertIdentities(store, 'alice')
+    await pause(5)
+    await store.recordLogins(logins('alice', [1]))
+    await until(() => store.checkpoints?.running === true, 'the thread')
+    await pause(5)
+    await store.recordLogins(logins('alice', [2]))
+    await store.close()
+    open.splice(open.indexOf(store), 1)
+    expect(store.checkpoints?.running).toBe(false)
+    // The last connection to close checkpoints everything and removes the WAL, as without a thread.
+    expect(existsSync(`${path}-wal`)).toBe(false)
+    expect(inFileItself(path)).toEqual(['alice-1', 'alice-2'])
+    const again = openStore({ checkpoints: false })
+    expect((await again.repos.sessions.all()).map((s) => s.id).sort()).toEqual([
+      'alice-1',
+      'alice-2',
+    ])
+  })
+
+  it('with checkpoints: false, starts no thread and leaves checkpoints to the commits', async () => {
+    const store = openStore({ checkpoints: false })
+    expect(store.checkpoints).toBeUndefined()
+    await insertIdentities(store, 'alice')
+    await store.recordLogins(logins('alice', [1]))
+    expect(inFileItself(path)).toEqual([])
+  })
+
+  it('starts no thread for a database in memory', async () => {
+    const db = openDatabase(':memory:')
+    const store = new SqliteStore(db, () => db.close())
+    open.push(store)
+    expect(store.checkpoints).toBeUndefined()
+  })
+
+  describe('a thread that fails is given up, said once, and tried again only later', () => {
+    /** A store whose thread is `program` (CommonJS, evaluated); the failures it reports. */
+    async function failingStore(program: string | (() => never)) {
+      const failures: CheckpointFailure[] = []
+      const store = openStore({
+        checkpoints: {
+          intervalMs: 1,
+          retryAfterMs: 60_000,
+          spawn: typeof program === 'string' ? () => new Worker(program, { eval: true }) : program,
+          onFailure: (f) => failures.push(f),
+        },
+      })
+      await insertIdentities(store, 'alice')
+      return { store, failures }
+    }
+    /** Logins go on through the failure, and the thread is not started again meanwhile. */
+    async function loginsGoOn(store: SqliteStore, failures: CheckpointFailure[]) {
+      for (let n = 10; n < 15; n++) {
+        await pause(3)
+        await store.recordLogins(logins('alice', [n]))
+      }
+      expect(failures).toHaveLength(1)
+      expect(store.checkpoints?.running).toBe(false)
+      expect(store.checkpoints?.stats.failures).toBe(1)
+      expect((await store.repos.sessions.all()).length).toBeGreaterThanOrEqual(5)
+    }
+
+    it('one that cannot start', async () => {
+      const { store, failures } = await failingStore(() => {
+        throw Object.assign(new Error('no threads left'), { code: 'ERR_WORKER_INIT_FAILED' })
+      })
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      expect(failures).toEqual([
+        { reason: 'spawn', code: 'ERR_WORKER_INIT_FAILED', retryInMs: 60_000 },
+      ])
+      await loginsGoOn(store, failures)
+    })
+
+    it('one that ends', async () => {
+      const { store, failures } = await failingStore('process.exit(3)')
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      await until(() => failures.length > 0, 'the failure')
+      expect(failures).toEqual([{ reason: 'exit', code: 3, retryInMs: 60_000 }])
+      await loginsGoOn(store, failures)
+    })
+
+    it('one that throws', async () => {
+      const { store, failures } = await failingStore(
+        "require('node:worker_threads').parentPort.on('message', () => { throw Object.assign(new Error('x'), { code: 'ERR_BROKEN' }) })",
+      )
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      await until(() => failures.length > 0, 'the failure')
+      expect(failures).toEqual([{ reason: 'error', code: 'ERR_BROKEN', retryInMs: 60_000 }])
+      await loginsGoOn(store, failures)
+    })
+
+    it('one whose checkpoint fails', async () => {
+      const { store, failures } = await failingStore(
+        "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => m === 'close' ? parentPort.close() : parentPort.postMessage({ error: 'SQLITE_IOERR_FSYNC' }))",
+      )
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      await until(() => failures.length > 0, 'the failure')
+      expect(failures).toEqual([
+        { reason: 'checkpoint', code: 'SQLITE_IOERR_FSYNC', retryInMs: 60_000 },
+      ])
+      await loginsGoOn(store, failures)
+    })
+
+    it('and a new one is tried once the retry time has passed', async () => {
+      let started = 0
+      const failures: CheckpointFailure[] = []
+      const store = openStore({
+        checkpoints: {
+          intervalMs: 1,
+          retryAfterMs: 30,
+          spawn: () => {
+            started++
+            return new Worker('process.exit(4)', { eval: true })
+          },
+          onFailure: (f) => failures.push(f),
+        },
+      })
+      await insertIdentities(store, 'alice')
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      await until(() => failures.length === 1, 'the first failure')
+      await store.recordLogins(logins('alice', [2]))
+      expect(started).toBe(1)
+      await pause(40)
+      await store.recordLogins(logins('alice', [3]))
+      expect(started).toBe(2)
+      await until(() => failures.length === 2, 'the second failure')
+    })
+  })
+})
