@@ -42,27 +42,67 @@ export interface SignatureCheck {
 }
 
 /**
- * The thread's whole program (CommonJS, evaluated as given): each message is an array of jobs, each
- * answer a byte per job, 1 for a signature that verifies. Jobs hold strings and a KeyObject, which
- * workers receive as a copy; Buffers would carry their whole 8 KiB pool slab.
+ * One batch as a thread receives it. A message of one object per check cost the event loop about
+ * 20 µs for nine RS256 checks (each check's properties, and its signing input, a string joined
+ * from two, flattened one by one), and about 3 µs as one text: the checks' strings go in `text`,
+ * each behind `key,spec,inputLength,signatureLength;` (lengths, not separators: nothing a token
+ * holds can shift the next check), and each distinct key and algorithm once per batch. KeyObjects
+ * reach the thread as a copy; Buffers would carry their whole 8 KiB pool slab.
+ */
+export interface PackedChecks {
+  count: number
+  keys: KeyObject[]
+  /** `verify`'s digest, options and the raw signature length (-1: any), as in SignatureCheck. */
+  specs: [string | null, AlgorithmOptions, number][]
+  text: string
+}
+
+/** A batch as one message (see PackedChecks). */
+export function pack(checks: readonly SignatureCheck[]): PackedChecks {
+  const keys: KeyObject[] = []
+  const specs: PackedChecks['specs'] = []
+  let text = ''
+  for (const c of checks) {
+    let k = keys.indexOf(c.key)
+    if (k < 0) k = keys.push(c.key) - 1
+    let s = specs.findIndex(([hash, options, bytes]) => {
+      return hash === c.hash && options === c.options && bytes === c.bytes
+    })
+    if (s < 0) s = specs.push([c.hash, c.options, c.bytes]) - 1
+    text += `${k},${s},${c.input.length},${c.signature.length};${c.input}${c.signature}`
+  }
+  return { count: checks.length, keys, specs, text }
+}
+
+/**
+ * The thread's whole program (CommonJS, evaluated as given): each message is a batch (PackedChecks),
+ * each answer a byte per check, 1 for a signature that verifies.
  */
 const PROGRAM = `
 const { parentPort } = require('node:worker_threads')
 const { verify } = require('node:crypto')
-function valid(job) {
+function valid(spec, key, input, encoded) {
   try {
-    const signature = Buffer.from(job.signature, 'base64url')
-    if (job.bytes >= 0 && signature.length !== job.bytes) return 0
-    const options = { ...job.options, key: job.key }
-    return verify(job.hash, Buffer.from(job.input, 'latin1'), options, signature) ? 1 : 0
+    const signature = Buffer.from(encoded, 'base64url')
+    if (spec[2] >= 0 && signature.length !== spec[2]) return 0
+    const options = { ...spec[1], key }
+    return verify(spec[0], Buffer.from(input, 'latin1'), options, signature) ? 1 : 0
   } catch {
     return 0
   }
 }
-parentPort.on('message', (jobs) => {
-  const answers = new Uint8Array(jobs.length)
-  for (let i = 0; i < jobs.length; i++) answers[i] = valid(jobs[i])
-  parentPort.postMessage(answers)
+parentPort.on('message', ({ count, keys, specs, text }) => {
+  const answers = new Uint8Array(count)
+  let at = 0
+  for (let i = 0; i < count; i++) {
+    const head = text.indexOf(';', at)
+    const [k, s, inputLength, signatureLength] = text.slice(at, head).split(',').map(Number)
+    const input = text.slice(head + 1, head + 1 + inputLength)
+    at = head + 1 + inputLength + signatureLength
+    answers[i] = valid(specs[s], keys[k], input, text.slice(head + 1 + inputLength, at))
+  }
+  // Checks that do not fill the text exactly were not read as sent: no answer is trusted.
+  parentPort.postMessage(at === text.length ? answers : new Uint8Array(0))
 })
 `
 
@@ -258,7 +298,7 @@ export class SignatureThreads {
       return
     }
     try {
-      thread.worker.postMessage(batch.map((p) => p.check))
+      thread.worker.postMessage(pack(batch.map((p) => p.check)))
     } catch {
       // A job the thread cannot receive (a key that cannot be copied): checked on the pool.
       this.allOnPool(batch)

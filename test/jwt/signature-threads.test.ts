@@ -155,6 +155,25 @@ describe('signature checks on threads of their own', () => {
     expect(pool.running).toBeLessThanOrEqual(2)
   })
 
+  it('keeps each check of a batch apart whatever its strings hold (the framing characters too)', async () => {
+    const pool = threads(1)
+    const rs = FAMILIES[0] as Family
+    const ec = FAMILIES[2] as Family
+    const odd = ['0,0,5,9;', ';', ',,,', '1,0,3,4;abc', '\n\u00ff', '']
+    const all = odd.flatMap((text, i) => {
+      const input = `${text}.${i}${text}`
+      const f = i % 2 ? rs : ec
+      return [
+        { check: { ...f.check, input, signature: f.sign(input) }, valid: true },
+        { check: { ...f.check, input, signature: f.sign(`${input}${text}x`) }, valid: false },
+        { check: { ...f.check, input: `${input};`, signature: f.sign(input) }, valid: false },
+      ]
+    })
+    const answers = await Promise.all(all.map((c) => pool.check(c.check)))
+    expect(answers).toEqual(all.map((c) => c.valid))
+    expect(pool.stats).toMatchObject({ thread: all.length, pool: 0 })
+  })
+
   it('checks one signature at a time as well as in batches', async () => {
     const pool = threads(1)
     for (const n of [0, 1, 3, 4, 8]) {
@@ -180,7 +199,7 @@ describe('signature checks on threads of their own', () => {
   it('answers the checks of a thread that stops before answering on the pool, and starts a new thread for the next', async () => {
     let spawned = 0
     const pool = threads(1, {
-      spawn: () => (++spawned === 1 ? silent() : answering('new Uint8Array(jobs.length)')()),
+      spawn: () => (++spawned === 1 ? silent() : answering('new Uint8Array(jobs.count)')()),
     })
     const told = failuresOf(pool)
     const { checks, expected } = mixed(40)
@@ -219,10 +238,10 @@ describe('signature checks on threads of their own', () => {
   it('never takes an answer that is not one byte per check of the batch: forged checks still fail', async () => {
     // Answers "valid" to everything, with one byte too many, too few, or not as bytes.
     for (const answer of [
-      'new Uint8Array(jobs.length + 1).fill(1)',
-      'new Uint8Array(Math.max(0, jobs.length - 1)).fill(1)',
-      'Array(jobs.length).fill(1)',
-      "'1'.repeat(jobs.length)",
+      'new Uint8Array(jobs.count + 1).fill(1)',
+      'new Uint8Array(Math.max(0, jobs.count - 1)).fill(1)',
+      'Array(jobs.count).fill(1)',
+      "'1'.repeat(jobs.count)",
     ]) {
       const pool = threads(1, { spawn: answering(answer) })
       const told = failuresOf(pool)
