@@ -50,6 +50,11 @@ export async function openStore(
     checkpoints: {
       onFailure: (failure) =>
         log.warn(failure, 'WAL checkpoint thread given up; checkpoints run in commits meanwhile'),
+      onDiskFailure: (code) =>
+        log.warn(
+          { code },
+          'WAL checkpoint failed on the disk; every request that needs the database is refused until the controller restarts',
+        ),
     },
   })
   try {

@@ -18,9 +18,11 @@ import { Worker } from 'node:worker_threads'
  * 1.08).
  *
  * A checkpoint is never needed for durability (a commit is durable once its WAL is synced) nor for
- * correctness: a thread that fails (it cannot start, errs, exits or answers with an error) is
- * given up, told to `onFailure`, and tried again no sooner than `retryAfterMs` later; meanwhile
- * checkpoints run in the commits, as before.
+ * correctness: a thread that fails (it cannot start, errs, exits, answers with an error, or takes
+ * longer than `deadlineMs` over one checkpoint) is given up, told to `onFailure`, and tried again
+ * no sooner than `retryAfterMs` later; meanwhile checkpoints run in the commits, as before. A
+ * checkpoint that failed on the disk (its WAL sync, say) is also told to `onDiskFailure`: the
+ * store then stops writing, as after a failed WAL sync of its own (see SqliteStore.unsound).
  */
 
 /** The thread's whole program (CommonJS, evaluated as given). */
@@ -48,7 +50,7 @@ parentPort.on('message', (message) => {
 const BETTER_SQLITE3 = createRequire(import.meta.url).resolve('better-sqlite3')
 
 /** Why the thread was given up. */
-export type CheckpointFailureReason = 'spawn' | 'error' | 'exit' | 'checkpoint'
+export type CheckpointFailureReason = 'spawn' | 'error' | 'exit' | 'checkpoint' | 'deadline'
 
 export interface CheckpointFailure {
   reason: CheckpointFailureReason
@@ -66,14 +68,29 @@ interface Answer {
   error?: string
 }
 
+/**
+ * SQLite's codes for a file that could not be read, written or synced, or that reads back wrong: a
+ * WAL sync that failed here is the same loss WalSync guards against (see SqliteStore.unsound).
+ */
+export function isDiskFailure(code: string): boolean {
+  return code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CORRUPT')
+}
+
 export interface BackgroundCheckpointsOptions {
   /** The least time between two checkpoints (100 ms). */
   intervalMs?: number
   /** After a failure, how long before a new thread is tried (1 min). */
   retryAfterMs?: number
+  /** How long a checkpoint may take before its thread is given up (1 min). */
+  deadlineMs?: number
+  /** How long a thread asked to end may take before it is left behind (5 s). */
+  endWithinMs?: number
   /** Starts the thread (tests give one that fails). */
   spawn?: (path: string) => Worker
+  /** A thread given up (to log it); at most one a retryAfterMs. */
   onFailure?: (failure: CheckpointFailure) => void
+  /** A checkpoint failed on the disk (see isDiskFailure): the store stops writing. */
+  onDiskFailure?: (code: string) => void
 }
 
 export class BackgroundCheckpoints {
@@ -84,12 +101,17 @@ export class BackgroundCheckpoints {
   private closed = false
   /** No checkpoint is asked for before this time (performance.now()). */
   private nextAt: number
+  /** Gives the thread up when a checkpoint takes longer than deadlineMs. */
+  private deadline: NodeJS.Timeout | undefined
   private readonly intervalMs: number
   private readonly retryAfterMs: number
+  private readonly deadlineMs: number
+  private readonly endWithinMs: number
   private readonly spawn: (path: string) => Worker
   private readonly onFailure: (failure: CheckpointFailure) => void
-  /** Resolves when the thread that was asked to close has ended. */
-  private ended: Promise<void> = Promise.resolve()
+  private readonly onDiskFailure: (code: string) => void
+  /** Threads asked to end: each settles once it ended, or once it was left behind. */
+  private readonly ending = new Set<Promise<void>>()
 
   /** `path`: the database file (its real path: the thread opens it by name). */
   constructor(
@@ -98,6 +120,8 @@ export class BackgroundCheckpoints {
   ) {
     this.intervalMs = options.intervalMs ?? 100
     this.retryAfterMs = options.retryAfterMs ?? 60_000
+    this.deadlineMs = options.deadlineMs ?? 60_000
+    this.endWithinMs = options.endWithinMs ?? 5_000
     this.spawn =
       options.spawn ??
       ((file) =>
@@ -108,6 +132,7 @@ export class BackgroundCheckpoints {
           stderr: false,
         }))
     this.onFailure = options.onFailure ?? (() => {})
+    this.onDiskFailure = options.onDiskFailure ?? (() => {})
     // The first one waits an interval too: a store written once and closed starts no thread.
     this.nextAt = performance.now() + this.intervalMs
   }
@@ -126,23 +151,31 @@ export class BackgroundCheckpoints {
     if (!worker) return
     this.inFlight = true
     worker.postMessage('checkpoint')
+    this.deadline = setTimeout(() => this.fail(worker, 'deadline'), this.deadlineMs)
+    this.deadline.unref()
   }
 
-  /** Ends the thread (its connection closed first); checkpoints run in the commits afterwards. */
+  /**
+   * Ends the thread (its connection closed first, so that the store's is the last, which
+   * checkpoints everything and removes the WAL); no thread starts afterwards. A thread that has
+   * not ended within endWithinMs (stuck in a disk that does not answer) is terminated and left
+   * behind: the close does not wait for it.
+   */
   async close(): Promise<void> {
     this.closed = true
+    this.retire()
+    await Promise.all(this.ending)
+  }
+
+  /**
+   * Stops at once: the thread is terminated instead of asked to end (a checkpoint it is running
+   * still runs to its end: no thread can be interrupted inside SQLite). No thread starts afterwards.
+   */
+  stop(): void {
+    this.closed = true
     const worker = this.worker
-    if (worker) {
-      this.worker = undefined
-      worker.removeAllListeners('message')
-      worker.postMessage('close')
-      // A thread stuck in a checkpoint (a disk that does not answer) does not hold the close up.
-      const timer = setTimeout(() => void worker.terminate(), 5_000)
-      this.ended = new Promise<void>((resolve) => worker.once('exit', () => resolve())).finally(
-        () => clearTimeout(timer),
-      )
-    }
-    await this.ended
+    this.retire()
+    if (worker) void worker.terminate()
   }
 
   private start(): Worker | undefined {
@@ -157,10 +190,14 @@ export class BackgroundCheckpoints {
     worker.unref()
     this.worker = worker
     worker.on('message', (answer: Answer) => {
-      if (this.worker !== worker) return
+      if (this.worker !== worker || !this.inFlight) return
       this.inFlight = false
-      if (answer?.error !== undefined) {
-        this.fail(worker, 'checkpoint', answer.error)
+      clearTimeout(this.deadline)
+      const error = answer?.error
+      if (error !== undefined) {
+        const code = String(error)
+        this.fail(worker, 'checkpoint', code)
+        if (isDiskFailure(code)) this.onDiskFailure(code)
         return
       }
       this.stats.checkpoints++
@@ -171,6 +208,34 @@ export class BackgroundCheckpoints {
     return worker
   }
 
+  /**
+   * Asks the current thread, if any, to end, and keeps track of it until it has (`exited`: it
+   * already has).
+   */
+  private retire(exited = false): void {
+    const worker = this.worker
+    this.worker = undefined
+    this.inFlight = false
+    clearTimeout(this.deadline)
+    if (!worker) return
+    worker.removeAllListeners('message')
+    if (exited) return
+    let timer: NodeJS.Timeout | undefined
+    const ended = new Promise<void>((resolve) => {
+      worker.once('exit', () => resolve())
+      timer = setTimeout(() => {
+        void worker.terminate()
+        resolve()
+      }, this.endWithinMs)
+      timer.unref()
+      worker.postMessage('close')
+    }).finally(() => {
+      clearTimeout(timer)
+      this.ending.delete(ended)
+    })
+    this.ending.add(ended)
+  }
+
   /** Gives the thread up (once) and waits retryAfterMs before the next. */
   private fail(
     worker: Worker | undefined,
@@ -178,14 +243,9 @@ export class BackgroundCheckpoints {
     code?: string | number,
   ): void {
     if (worker !== undefined && this.worker !== worker) return
-    this.worker = undefined
-    this.inFlight = false
+    this.retire(reason === 'exit')
     this.nextAt = performance.now() + this.retryAfterMs
     this.stats.failures++
-    if (worker) {
-      worker.removeAllListeners('message')
-      worker.postMessage('close')
-    }
     if (this.closed) return
     try {
       this.onFailure({

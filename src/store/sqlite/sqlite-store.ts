@@ -128,9 +128,16 @@ export class SqliteStore implements Store {
     // SQLite names the WAL after the database's real path (symbolic links resolved).
     const file = wal ? realpathSync(db.name) : undefined
     this.wal = file ? new WalSync(`${file}-wal`, options.syncFile) : undefined
+    const checkpoints = options.checkpoints === false ? undefined : (options.checkpoints ?? {})
     this.checkpoints =
-      file && options.checkpoints !== false
-        ? new BackgroundCheckpoints(file, options.checkpoints)
+      file && checkpoints
+        ? new BackgroundCheckpoints(file, {
+            ...checkpoints,
+            onDiskFailure: (code) => {
+              this.becomeUnsound()
+              checkpoints.onDiskFailure?.(code)
+            },
+          })
         : undefined
   }
 
@@ -144,8 +151,8 @@ export class SqliteStore implements Store {
     this.unsound ? Promise.reject(this.unsound) : this.mutex.run(fn)
 
   private becomeUnsound(): AppError {
-    // Nothing is written any more: no checkpoint copies what the failed sync may have left out.
-    void this.checkpoints?.close()
+    // Nothing is written any more, and no checkpoint is asked for (one already running ends first).
+    this.checkpoints?.stop()
     this.unsound ??= new AppError('SERVICE_UNAVAILABLE', {
       cause: {
         field: 'database',

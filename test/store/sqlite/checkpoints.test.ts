@@ -4,9 +4,14 @@ import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { CheckpointFailure } from '../../../src/store/sqlite/checkpoints.js'
+import type { AppError } from '../../../src/errors.js'
+import type {
+  BackgroundCheckpointsOptions,
+  CheckpointFailure,
+} from '../../../src/store/sqlite/checkpoints.js'
 import { openDatabase } from '../../../src/store/sqlite/connection.js'
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { fdatasyncOffLoop } from '../../../src/store/sqlite/wal-sync.js'
 import { insertIdentities, logins } from '../../helpers/records.js'
 
 /** Session ids in the database file itself, read without its WAL: only what was checkpointed. */
@@ -107,6 +112,87 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     ])
   })
 
+  it('closes the store only once the thread has closed its connection', async () => {
+    const events: string[] = []
+    const db = openDatabase(path)
+    const store = new SqliteStore(
+      db,
+      () => {
+        events.push('store connection closed')
+        db.close()
+      },
+      {
+        checkpoints: {
+          intervalMs: 1,
+          // Holds its checkpoint, and takes 50 ms to close.
+          spawn: () => {
+            const worker = new Worker(
+              "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => { if (m === 'close') setTimeout(() => process.exit(0), 50) })",
+              { eval: true },
+            )
+            worker.once('exit', () => events.push('thread ended'))
+            return worker
+          },
+        },
+      },
+    )
+    await insertIdentities(store, 'alice')
+    await pause(3)
+    await store.recordLogins(logins('alice', [1]))
+    expect(store.checkpoints?.running).toBe(true)
+    await store.close()
+    expect(events).toEqual(['thread ended', 'store connection closed'])
+  })
+
+  it('leaves a thread that does not end in time behind, terminated, and closes the store', async () => {
+    let ended = false
+    const store = openStore({
+      checkpoints: {
+        intervalMs: 1,
+        endWithinMs: 30,
+        spawn: () => {
+          // Never ends of itself (its port keeps it up).
+          const worker = new Worker(
+            "require('node:worker_threads').parentPort.on('message', () => {})",
+            { eval: true },
+          )
+          worker.once('exit', () => {
+            ended = true
+          })
+          return worker
+        },
+      },
+    })
+    await insertIdentities(store, 'alice')
+    await pause(3)
+    await store.recordLogins(logins('alice', [1]))
+    expect(store.checkpoints?.running).toBe(true)
+    await store.close()
+    open.splice(open.indexOf(store), 1)
+    await until(() => ended, 'the thread terminated')
+  })
+
+  it('stops its thread when a WAL sync fails and the store stops writing', async () => {
+    let failSync = false
+    const store = openStore({
+      syncFile: (fd) =>
+        failSync
+          ? Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+          : fdatasyncOffLoop(fd),
+      checkpoints: { intervalMs: 1 },
+    })
+    await insertIdentities(store, 'alice')
+    await pause(3)
+    await store.recordLogins(logins('alice', [1]))
+    expect(store.checkpoints?.running).toBe(true)
+    failSync = true
+    await expect(store.recordLogins(logins('alice', [2]))).rejects.toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+    })
+    expect(store.stale).toBe(true)
+    expect(store.checkpoints?.running).toBe(false)
+  })
+
   it('with checkpoints: false, starts no thread and leaves checkpoints to the commits', async () => {
     const store = openStore({ checkpoints: false })
     expect(store.checkpoints).toBeUndefined()
@@ -124,10 +210,14 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
 
   describe('a thread that fails is given up, said once, and tried again only later', () => {
     /** A store whose thread is `program` (CommonJS, evaluated); the failures it reports. */
-    async function failingStore(program: string | (() => never)) {
+    async function failingStore(
+      program: string | (() => never),
+      options: BackgroundCheckpointsOptions = {},
+    ) {
       const failures: CheckpointFailure[] = []
       const store = openStore({
         checkpoints: {
+          ...options,
           intervalMs: 1,
           retryAfterMs: 60_000,
           spawn: typeof program === 'string' ? () => new Worker(program, { eval: true }) : program,
@@ -181,16 +271,48 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
       await loginsGoOn(store, failures)
     })
 
+    /** A thread whose checkpoints answer SQLite's error `code`. */
+    const answering = (code: string) =>
+      `const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => m === 'close' ? parentPort.close() : parentPort.postMessage({ error: '${code}' }))`
+
     it('one whose checkpoint fails', async () => {
-      const { store, failures } = await failingStore(
-        "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => m === 'close' ? parentPort.close() : parentPort.postMessage({ error: 'SQLITE_IOERR_FSYNC' }))",
-      )
+      const { store, failures } = await failingStore(answering('SQLITE_NOMEM'))
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      await until(() => failures.length > 0, 'the failure')
+      expect(failures).toEqual([{ reason: 'checkpoint', code: 'SQLITE_NOMEM', retryInMs: 60_000 }])
+      await loginsGoOn(store, failures)
+      expect(store.stale).toBe(false)
+    })
+
+    it('one whose checkpoint fails on the disk: the store stops, as after a failed WAL sync', async () => {
+      const disk: string[] = []
+      const { store, failures } = await failingStore(answering('SQLITE_IOERR_FSYNC'), {
+        onDiskFailure: (code) => disk.push(code),
+      })
       await pause(3)
       await store.recordLogins(logins('alice', [1]))
       await until(() => failures.length > 0, 'the failure')
       expect(failures).toEqual([
         { reason: 'checkpoint', code: 'SQLITE_IOERR_FSYNC', retryInMs: 60_000 },
       ])
+      expect(disk).toEqual(['SQLITE_IOERR_FSYNC'])
+      expect(store.stale).toBe(true)
+      const refused = await store.recordLogins(logins('alice', [2])).catch((err: unknown) => err)
+      expect((refused as AppError).code).toBe('SERVICE_UNAVAILABLE')
+      await pause(5)
+      expect(store.checkpoints?.running).toBe(false)
+    })
+
+    it('one that does not answer within the deadline', async () => {
+      const { store, failures } = await failingStore(
+        "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => { if (m === 'close') parentPort.close() })",
+        { deadlineMs: 30 },
+      )
+      await pause(3)
+      await store.recordLogins(logins('alice', [1]))
+      await until(() => failures.length > 0, 'the failure')
+      expect(failures).toEqual([{ reason: 'deadline', retryInMs: 60_000 }])
       await loginsGoOn(store, failures)
     })
 
