@@ -42,6 +42,23 @@ async function until(done: () => boolean, what: string): Promise<void> {
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** A thread running `program` (CommonJS, evaluated) that calls `onExit` when it ends. */
+function watched(program: string, onExit: () => void): () => Worker {
+  return () => {
+    const worker = new Worker(program, { eval: true })
+    worker.once('exit', onExit)
+    return worker
+  }
+}
+
+/** Gives `store` (checkpoints every 1 ms) its identity alice and a login that starts its thread. */
+async function threadStarted(store: SqliteStore): Promise<void> {
+  await insertIdentities(store, 'alice')
+  await pause(3)
+  await store.recordLogins(logins('alice', [1]))
+  expect(store.checkpoints?.running).toBe(true)
+}
+
 describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
   let dir: string
   let path: string
@@ -125,21 +142,14 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
         checkpoints: {
           intervalMs: 1,
           // Holds its checkpoint, and takes 50 ms to close.
-          spawn: () => {
-            const worker = new Worker(
-              "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => { if (m === 'close') setTimeout(() => process.exit(0), 50) })",
-              { eval: true },
-            )
-            worker.once('exit', () => events.push('thread ended'))
-            return worker
-          },
+          spawn: watched(
+            "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => { if (m === 'close') setTimeout(() => process.exit(0), 50) })",
+            () => events.push('thread ended'),
+          ),
         },
       },
     )
-    await insertIdentities(store, 'alice')
-    await pause(3)
-    await store.recordLogins(logins('alice', [1]))
-    expect(store.checkpoints?.running).toBe(true)
+    await threadStarted(store)
     await store.close()
     expect(events).toEqual(['thread ended', 'store connection closed'])
   })
@@ -150,23 +160,13 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
       checkpoints: {
         intervalMs: 1,
         endWithinMs: 30,
-        spawn: () => {
-          // Never ends of itself (its port keeps it up).
-          const worker = new Worker(
-            "require('node:worker_threads').parentPort.on('message', () => {})",
-            { eval: true },
-          )
-          worker.once('exit', () => {
-            ended = true
-          })
-          return worker
-        },
+        // Never ends of itself (its port keeps it up).
+        spawn: watched("require('node:worker_threads').parentPort.on('message', () => {})", () => {
+          ended = true
+        }),
       },
     })
-    await insertIdentities(store, 'alice')
-    await pause(3)
-    await store.recordLogins(logins('alice', [1]))
-    expect(store.checkpoints?.running).toBe(true)
+    await threadStarted(store)
     await store.close()
     open.splice(open.indexOf(store), 1)
     await until(() => ended, 'the thread terminated')
@@ -181,10 +181,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
           : fdatasyncOffLoop(fd),
       checkpoints: { intervalMs: 1 },
     })
-    await insertIdentities(store, 'alice')
-    await pause(3)
-    await store.recordLogins(logins('alice', [1]))
-    expect(store.checkpoints?.running).toBe(true)
+    await threadStarted(store)
     failSync = true
     await expect(store.recordLogins(logins('alice', [2]))).rejects.toMatchObject({
       code: 'SERVICE_UNAVAILABLE',
