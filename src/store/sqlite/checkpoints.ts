@@ -221,10 +221,15 @@ export class BackgroundCheckpoints {
     worker.removeAllListeners('message')
     if (exited) return
     let timer: NodeJS.Timeout | undefined
+    // The process stays up until the thread has ended (or is left behind): a close awaited in a
+    // process with nothing else to do (a command-line tool, the bench) would otherwise see the
+    // event loop empty out under it and the process exit before the store's own connection closed.
+    worker.ref()
     const ended = new Promise<void>((resolve) => {
       worker.once('exit', () => resolve())
       timer = setTimeout(() => {
         void worker.terminate()
+        worker.unref() // stuck in the disk: left behind, as the process may end without it
         resolve()
       }, this.endWithinMs)
       timer.unref()

@@ -1,4 +1,5 @@
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
@@ -170,6 +171,37 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     await store.close()
     open.splice(open.indexOf(store), 1)
     await until(() => ended, 'the thread terminated')
+  })
+
+  it('closes in a process with nothing else to do: the thread is waited for, the process does not exit under the close', async () => {
+    // A command-line tool's shape: open the store, write, close, say so. The built module, as
+    // `npm start` and the tools run it (dist/ is built before the tests).
+    const openStoreJs = new URL('../../../dist/src/store/open-store.js', import.meta.url).href
+    const script = `
+      import { openStore } from ${JSON.stringify(openStoreJs)}
+      const quiet = { info: () => {}, warn: () => {} }
+      const settings = { db: ${JSON.stringify(path)}, poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 5000 }
+      const store = await openStore(settings, quiet, async () => {})
+      // Commits more than 100 ms apart: the second starts the checkpoint thread.
+      for (let i = 0; i < 3; i++) {
+        await store.transaction(async () => {})
+        await new Promise((r) => setTimeout(r, 150))
+      }
+      if (!store.checkpoints?.running) throw new Error('no checkpoint thread ran')
+      await store.close()
+      console.log('closed')
+    `
+    const tool = join(dir, 'tool.mjs') // a file: threads of a `-e` process would inherit its input type
+    writeFileSync(tool, script)
+    const child = spawnSync(process.execPath, [tool], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    expect(child.stderr).toBe('')
+    expect(child.stdout.trim()).toBe('closed')
+    expect(child.status).toBe(0) // 13 when the event loop emptied while the close was awaited
+    // The store's own connection closed last: the WAL was checkpointed and removed.
+    expect(existsSync(`${path}-wal`)).toBe(false)
   })
 
   it('stops its thread when a WAL sync fails and the store stops writing', async () => {
