@@ -70,8 +70,20 @@ export const AUTH_POLICY_LIST_SPEC: ListSpec = {
     createdAt: { column: 'created_at', type: 'datetime' },
     updatedAt: { column: 'updated_at', type: 'datetime' },
     tags: { column: 'tags', type: 'tags' },
+    'primary.cert.allowed': { column: 'cert_allowed', type: 'boolean' },
+    'primary.updb.allowed': { column: 'updb_allowed', type: 'boolean' },
+    'primary.extJwt.allowed': { column: 'ext_jwt_allowed', type: 'boolean' },
   },
-  sortable: { id: 'id', name: 'name', createdAt: 'created_at', updatedAt: 'updated_at' },
+  // OpenZiti's console sorts this list by name and by each primary method's `allowed`.
+  sortable: {
+    id: 'id',
+    name: 'name',
+    'primary.cert.allowed': 'cert_allowed',
+    'primary.updb.allowed': 'updb_allowed',
+    'primary.extJwt.allowed': 'ext_jwt_allowed',
+    createdAt: 'created_at',
+    updatedAt: 'updated_at',
+  },
   idColumn: 'id',
 }
 

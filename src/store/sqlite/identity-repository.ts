@@ -69,7 +69,18 @@ export const IDENTITY_LIST_SPEC: ListSpec = {
     updatedAt: { column: 'updated_at', type: 'datetime' },
     tags: { column: 'tags', type: 'tags' },
   },
-  sortable: { id: 'id', name: 'name', createdAt: 'created_at', updatedAt: 'updated_at' },
+  // OpenZiti's console sorts this list by name, type, isAdmin and createdAt. Every identity is of
+  // the type Default, so a sort by type leaves the order to the id (an expression both stores
+  // accept in ORDER BY, where a bare constant would be read as a column's position or refused).
+  sortable: {
+    id: 'id',
+    name: 'name',
+    type: "lower('Default')",
+    isAdmin: 'is_admin',
+    disabled: 'disabled',
+    createdAt: 'created_at',
+    updatedAt: 'updated_at',
+  },
   idColumn: 'id',
 }
 

@@ -166,10 +166,17 @@ export const SIGNER_LIST_SPEC: ListSpec = {
     updatedAt: { column: 'updated_at', type: 'datetime' },
     tags: { column: 'tags', type: 'tags' },
   },
+  // Every column OpenZiti's console sorts this list by (name, issuer, audience, enabled), and the
+  // other fields that always hold a value. `kid` is left out: SQLite and PostgreSQL order its
+  // nulls differently.
   sortable: {
     id: 'id',
     name: 'name',
     issuer: 'issuer',
+    audience: 'audience',
+    enabled: 'enabled',
+    useExternalId: 'use_external_id',
+    claimsProperty: 'claims_property',
     createdAt: 'created_at',
     updatedAt: 'updated_at',
   },
