@@ -1,4 +1,5 @@
 import { errors, type JWTPayload } from 'jose'
+import { controlCharAt, hasLoneSurrogate } from '../control-chars.js'
 import type { SignerRecord } from '../store/contract.js'
 import { type CompactJws, splitJws, unverifiedClaims, verifyJwt } from './jws.js'
 import type { SignerEntry, SignerKeys } from './signer-keys.js'
@@ -171,7 +172,11 @@ export async function verifyExternalJwt(
   }
   const { kid } = jws.header
   if (typeof iss !== 'string') throw new JwtRejected('malformed', 'token has no iss claim')
-  const entry: SignerEntry | undefined = await keys.resolve(iss)
+  // No signer's issuer holds a control character or a lone surrogate (requests refuse them): such
+  // an iss names no signer, and is not looked up (PostgreSQL refuses to compare a NUL, and would
+  // answer a lookup of this issuer, while changes may have been missed, with an error).
+  const entry: SignerEntry | undefined =
+    controlCharAt(iss, '') >= 0 || hasLoneSurrogate(iss) ? undefined : await keys.resolve(iss)
   if (!entry?.signer.enabled)
     throw new JwtRejected('unknown_issuer', 'no enabled signer has this issuer')
   const { signer } = entry

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { JwksFetcher } from '../../src/jwt/jwks-fetch.js'
 import { type SignerKeys, SignerKeys as SignerKeysClass } from '../../src/jwt/signer-keys.js'
 import { VerifiedTokenCache } from '../../src/jwt/verified-cache.js'
-import { JwtRejected } from '../../src/jwt/verify.js'
+import { JwtRejected, verifyExternalJwt } from '../../src/jwt/verify.js'
 import type { SignerRecord } from '../../src/store/contract.js'
 import { testClock } from '../helpers/app.js'
 import { makeCert, type TestCert } from '../helpers/certs.js'
@@ -347,6 +347,40 @@ describe('SignerKeys rereads', () => {
       { timeout: 5000 },
     )
     expect(t.keys.getById(v1.id)).toBeUndefined()
+  })
+
+  it('does not look up an iss holding a NUL or a lone surrogate while lookups read the store: an unknown issuer', async () => {
+    const t = setup()
+    // Every lookup reads the store (a reread of every signer failed). PostgreSQL would answer
+    // the lookup of an issuer holding a NUL with an error, not the token's refusal.
+    t.fail(true)
+    await t.keys.reloadAll()
+    t.fail(false)
+    const cert = await makeCert()
+    const options = { clock: testClock(NOW), clockToleranceMs: 0 }
+    for (const iss of ['https://idp\u0000.example', 'https://idp\uD800.example', 'a\nb']) {
+      const token = await signJwt(
+        cert.privateKey,
+        { iss, aud: 'ziti', sub: 'x' },
+        { kid: 'k1', now: new Date(NOW) },
+      )
+      const before = t.calls.byIssuer
+      const refused = await verifyExternalJwt(token, t.keys, options).catch((err: unknown) => err)
+      expect(refused).toBeInstanceOf(JwtRejected)
+      expect((refused as JwtRejected).kind).toBe('unknown_issuer')
+      expect(t.calls.byIssuer).toBe(before)
+    }
+    // A plain issuer is still read from the store meanwhile.
+    const before = t.calls.byIssuer
+    const token = await signJwt(
+      cert.privateKey,
+      { iss: 'https://other.example', aud: 'ziti' },
+      { kid: 'k1', now: new Date(NOW) },
+    )
+    await expect(verifyExternalJwt(token, t.keys, options)).rejects.toMatchObject({
+      kind: 'unknown_issuer',
+    })
+    expect(t.calls.byIssuer).toBe(before + 1)
   })
 
   it('stops retrying a failed reread once closed', async () => {
