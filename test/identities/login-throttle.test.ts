@@ -1,9 +1,11 @@
+import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
 import { LoginThrottle, throttleKey } from '../../src/identities/login-throttle.js'
 import type { Store } from '../../src/store/contract.js'
+import { openStore } from '../../src/store/open-store.js'
 import { testClock } from '../helpers/app.js'
-import { openTestStore, STORES } from '../helpers/stores.js'
+import { freshPostgresUrl, openTestStore, PG_URL, STORES } from '../helpers/stores.js'
 
 let store: Store | undefined
 afterEach(async () => {
@@ -67,3 +69,63 @@ describe.each(STORES)('login throttle on %s: what is stored', (kind) => {
     expect(throttleKey(`${typed}!`)).not.toBe(key)
   })
 })
+
+describe.skipIf(!PG_URL)(
+  'login throttle on PostgreSQL (counts shared, made-up names bounded)',
+  () => {
+    it("keeps only the newest 100,000 made-up names at each purge, and every identity's count and lock", async () => {
+      const url = await freshPostgresUrl()
+      store = await openStore(
+        { db: url, poolSize: 2, connectTimeoutMs: 5000, statementTimeoutMs: 5000 },
+        { info: () => {}, warn: () => {} },
+        async () => {},
+      )
+      const clock = testClock()
+      const throttle = new LoginThrottle(store.repos.loginFailures, clock, {
+        attempts: 3,
+        firstMs: 60_000,
+        maxMs: 60_000,
+      })
+      for (let i = 0; i < 3; i++) await throttle.failed('admin', undefined, true)
+      expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
+      // A made-up name that once failed, later failing as an identity's name, stays known.
+      await throttle.failed('later-created')
+      clock.advance(1)
+      // More made-up names than are kept, failed after admin (as one statement: 100,500 logins
+      // would take minutes), then one more through the throttle, the newest.
+      const db = new pg.Client({ connectionString: url })
+      await db.connect()
+      try {
+        await db.query(
+          `INSERT INTO login_failures (name, failures, locked_until, updated_at, known)
+         SELECT 'made-up-' || n, 3, $1::timestamptz + interval '1 hour', $1::timestamptz + n * interval '1 ms', false
+           FROM generate_series(0, 100499) AS n`,
+          [clock().toISOString()],
+        )
+        clock.advance(200_000)
+        await throttle.failed('later-created', undefined, true)
+        await throttle.failed('newest-made-up')
+        // Nothing is a day old: only the bound deletes, and only made-up names, locked or not.
+        expect(await throttle.purge()).toBe(501)
+        const kept = await db.query(
+          'SELECT known, count(*)::int AS n FROM login_failures GROUP BY known ORDER BY known',
+        )
+        expect(kept.rows).toEqual([
+          { known: false, n: 100_000 },
+          { known: true, n: 2 },
+        ])
+      } finally {
+        await db.end()
+      }
+      // The oldest made-up names made room; the newest, admin's lock and the name now known stay.
+      // (The rows inserted above are named as stored, not through throttleKey.)
+      expect(await store.repos.loginFailures.get('made-up-0')).toBeUndefined()
+      expect(await store.repos.loginFailures.get('made-up-500')).toBeUndefined()
+      expect(await store.repos.loginFailures.get('made-up-501')).toMatchObject({ failures: 3 })
+      expect((await store.repos.loginFailures.get(throttleKey('newest-made-up')))?.failures).toBe(1)
+      expect((await store.repos.loginFailures.get(throttleKey('later-created')))?.failures).toBe(2)
+      expect(await refusal(throttle, 'admin')).toBeUndefined() // its minute of backoff is over
+      expect((await store.repos.loginFailures.get(throttleKey('admin')))?.failures).toBe(3)
+    })
+  },
+)

@@ -2,9 +2,18 @@ import type { LoginFailureRecord, LoginFailureRepository } from '../contract.js'
 import type { Queryable } from './connection.js'
 import { iso, mapPgError } from './errors.js'
 
-/** The brute-force counter on PostgreSQL: one row per user name, shared by every instance. */
+/** Names no identity has, kept at most after each purge (as on SQLite; migration 017). */
+export const MAX_UNKNOWN_NAMES = 100_000
+
+/**
+ * The brute-force counter on PostgreSQL: one row per user name, shared by every instance. The names
+ * of no identity are bounded at each purge (every minute): the newest `maxUnknownNames` are kept.
+ */
 export class PgLoginFailureRepository implements LoginFailureRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly maxUnknownNames = MAX_UNKNOWN_NAMES,
+  ) {}
 
   private async run(name: string, text: string, values: unknown[]) {
     try {
@@ -24,11 +33,13 @@ export class PgLoginFailureRepository implements LoginFailureRepository {
   }
 
   /** One statement, so instances counting the same name at once never lose a failure. */
-  async addFailure(name: string, at: string): Promise<number> {
-    const sql = `INSERT INTO login_failures (name, failures, updated_at) VALUES ($1, 1, $2)
-      ON CONFLICT (name) DO UPDATE SET failures = login_failures.failures + 1, updated_at = $2
+  async addFailure(name: string, at: string, known = false): Promise<number> {
+    // A name once an identity's stays known (its row is never forgotten to bound the others).
+    const sql = `INSERT INTO login_failures (name, failures, updated_at, known) VALUES ($1, 1, $2, $3)
+      ON CONFLICT (name) DO UPDATE SET failures = login_failures.failures + 1, updated_at = $2,
+        known = login_failures.known OR excluded.known
       RETURNING failures`
-    const res = await this.run('login-failures-add', sql, [name, at])
+    const res = await this.run('login-failures-add', sql, [name, at, known])
     return (res.rows[0] as { failures: number }).failures // RETURNING yields the row
   }
 
@@ -41,9 +52,15 @@ export class PgLoginFailureRepository implements LoginFailureRepository {
     await this.run('login-failures-clear', 'DELETE FROM login_failures WHERE name = $1', [name])
   }
 
+  /** Also forgets all but the newest `maxUnknownNames` names of no identity, locked or not. */
   async deleteBefore(before: string): Promise<number> {
     const sql = `DELETE FROM login_failures
       WHERE updated_at < $1 AND (locked_until IS NULL OR locked_until < $1)`
-    return (await this.run('login-failures-purge', sql, [before])).rowCount ?? 0
+    const old = (await this.run('login-failures-purge', sql, [before])).rowCount ?? 0
+    // Through the partial index: the newest unknown names are skipped, the rest deleted.
+    const bound = `DELETE FROM login_failures WHERE name IN (
+      SELECT name FROM login_failures WHERE NOT known ORDER BY updated_at DESC OFFSET $1)`
+    const over = (await this.run('login-failures-bound', bound, [this.maxUnknownNames])).rowCount
+    return old + (over ?? 0)
   }
 }
