@@ -44,6 +44,7 @@ function fromInput(input: AuthPolicyInput): Fields {
   return {
     name: input.name,
     certAllowed: cert.allowed,
+    certAllowExpired: cert.allowExpiredCerts ?? false,
     updbAllowed: updb.allowed,
     updbMinPasswordLength: Math.max(MIN_PASSWORD_LENGTH, updb.minPasswordLength ?? 0),
     updbRequireSpecialChar: updb.requireSpecialChar ?? false,
@@ -63,7 +64,7 @@ function toInput(p: AuthPolicyRecord): AuthPolicyInput {
   return {
     name: p.name,
     primary: {
-      cert: { allowed: p.certAllowed },
+      cert: { allowed: p.certAllowed, allowExpiredCerts: p.certAllowExpired },
       updb: {
         allowed: p.updbAllowed,
         minPasswordLength: p.updbMinPasswordLength,
@@ -195,7 +196,8 @@ export class AuthPolicyService {
       applyPatch(toInput(current), patch, {
         defaults: { tags: {} },
         required: ['name', 'primary', 'secondary'],
-        deep: ['primary', 'secondary', 'tags'],
+        // tags are replaced whole, as on signers and identities (OpenZiti's PATCH).
+        deep: ['primary', 'secondary'],
       })
     return this.update(id, next, ctx, bodyFields(patch, NESTED))
   }

@@ -127,6 +127,8 @@ export interface AuthPolicyRecord {
   id: string
   name: string
   certAllowed: boolean
+  /** Stored and shown (`primary.cert.allowExpiredCerts`); no certificate login here reads it. */
+  certAllowExpired: boolean
   updbAllowed: boolean
   updbMinPasswordLength: number
   updbRequireSpecialChar: boolean

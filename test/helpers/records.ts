@@ -95,6 +95,7 @@ export function policyRecord(
     id,
     name: id,
     certAllowed: false,
+    certAllowExpired: false,
     updbAllowed: true,
     updbMinPasswordLength: 12,
     updbRequireSpecialChar: false,

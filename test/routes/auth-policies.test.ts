@@ -62,6 +62,31 @@ forEachStore(() => {
       expect(del.statusCode).toBe(409)
     })
 
+    it('stores primary.cert.allowExpiredCerts as sent (false when left out)', async () => {
+      const { call } = await setup()
+      const cert = (over: Record<string, unknown>) => ({
+        ...policy().primary,
+        cert: { allowed: true, ...over },
+      })
+      const created = await call(
+        'POST',
+        POLICIES,
+        policy({ primary: cert({ allowExpiredCerts: true }) }),
+      )
+      expect(created.statusCode).toBe(201)
+      const id = created.json().data.id
+      const read = async () => (await call('GET', `${POLICIES}/${id}`)).json().data.primary.cert
+      expect(await read()).toEqual({ allowed: true, allowExpiredCerts: true })
+      await call('PATCH', `${POLICIES}/${id}`, { primary: { cert: { allowed: false } } })
+      expect(await read()).toEqual({ allowed: false, allowExpiredCerts: true })
+      await call('PATCH', `${POLICIES}/${id}`, { primary: { cert: { allowExpiredCerts: false } } })
+      expect(await read()).toEqual({ allowed: false, allowExpiredCerts: false })
+      await call('PUT', `${POLICIES}/${id}`, policy({ primary: cert({ allowExpiredCerts: true }) }))
+      expect(await read()).toEqual({ allowed: true, allowExpiredCerts: true })
+      await call('PUT', `${POLICIES}/${id}`, policy({ primary: cert({}) }))
+      expect(await read()).toEqual({ allowed: true, allowExpiredCerts: false })
+    })
+
     it('creates, lists, replaces and patches at any depth', async () => {
       const { call, signer } = await setup()
       const a = await signer('a')
@@ -88,6 +113,13 @@ forEachStore(() => {
       expect(d.primary.updb.allowed).toBe(false)
       expect(d.primary.extJwt.allowedSigners).toEqual([a])
       expect(d.name).toBe('restricted')
+
+      // tags, unlike primary and secondary, are replaced whole; a PATCH without them keeps them.
+      await call('PATCH', `${POLICIES}/${id}`, { tags: { team: 'a', env: 'prod' } })
+      await call('PATCH', `${POLICIES}/${id}`, { tags: { env: 'test' } })
+      expect((await call('GET', `${POLICIES}/${id}`)).json().data.tags).toEqual({ env: 'test' })
+      await call('PATCH', `${POLICIES}/${id}`, { name: 'restricted' })
+      expect((await call('GET', `${POLICIES}/${id}`)).json().data.tags).toEqual({ env: 'test' })
 
       expect(
         (await call('PUT', `${POLICIES}/${id}`, policy({ name: 'replaced' }))).statusCode,

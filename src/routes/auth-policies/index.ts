@@ -19,7 +19,7 @@ export function toAuthPolicyDetail(p: AuthPolicyRecord): AuthPolicyDetail {
     tags: p.tags,
     name: p.name,
     primary: {
-      cert: { allowed: p.certAllowed, allowExpiredCerts: false },
+      cert: { allowed: p.certAllowed, allowExpiredCerts: p.certAllowExpired },
       updb: {
         allowed: p.updbAllowed,
         minPasswordLength: p.updbMinPasswordLength,

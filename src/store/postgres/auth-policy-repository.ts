@@ -8,6 +8,7 @@ interface PolicyRow {
   id: string
   name: string
   cert_allowed: boolean
+  cert_allow_expired: boolean
   updb_allowed: boolean
   updb_min_password_length: number
   updb_require_special_char: boolean
@@ -28,6 +29,7 @@ function toRecord(r: PolicyRow): AuthPolicyRecord {
     id: r.id,
     name: r.name,
     certAllowed: r.cert_allowed,
+    certAllowExpired: r.cert_allow_expired,
     updbAllowed: r.updb_allowed,
     updbMinPasswordLength: r.updb_min_password_length,
     updbRequireSpecialChar: r.updb_require_special_char,
@@ -60,6 +62,7 @@ function values(p: AuthPolicyRecord): unknown[] {
     p.updatedAt,
     p.updbMaxAttempts,
     p.updbLockoutDurationMinutes,
+    p.certAllowExpired,
     p.createdAt,
   ]
 }
@@ -103,8 +106,8 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
       `INSERT INTO auth_policies (id, name, cert_allowed, updb_allowed, updb_min_password_length,
          updb_require_special_char, updb_require_number_char, updb_require_mixed_case,
          ext_jwt_allowed, secondary_require_ext_jwt_signer, tags, updated_at,
-         updb_max_attempts, updb_lockout_duration_minutes, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+         updb_max_attempts, updb_lockout_duration_minutes, cert_allow_expired, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
       values(p),
       p,
     )
@@ -117,8 +120,9 @@ export class PgAuthPolicyRepository implements AuthPolicyRepository {
          updb_min_password_length = $5, updb_require_special_char = $6,
          updb_require_number_char = $7, updb_require_mixed_case = $8, ext_jwt_allowed = $9,
          secondary_require_ext_jwt_signer = $10, tags = $11, updated_at = $12,
-         updb_max_attempts = $13, updb_lockout_duration_minutes = $14 WHERE id = $1`,
-      values(p).slice(0, 14),
+         updb_max_attempts = $13, updb_lockout_duration_minutes = $14, cert_allow_expired = $15
+       WHERE id = $1`,
+      values(p).slice(0, 15),
       p,
     )
     if ((res.rowCount ?? 0) === 0) return false

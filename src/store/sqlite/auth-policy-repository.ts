@@ -10,6 +10,7 @@ interface PolicyRow {
   id: string
   name: string
   cert_allowed: number
+  cert_allow_expired: number
   updb_allowed: number
   updb_min_password_length: number
   updb_require_special_char: number
@@ -29,6 +30,7 @@ function toRow(p: AuthPolicyRecord): PolicyRow {
     id: p.id,
     name: p.name,
     cert_allowed: p.certAllowed ? 1 : 0,
+    cert_allow_expired: p.certAllowExpired ? 1 : 0,
     updb_allowed: p.updbAllowed ? 1 : 0,
     updb_min_password_length: p.updbMinPasswordLength,
     updb_require_special_char: p.updbRequireSpecialChar ? 1 : 0,
@@ -48,6 +50,7 @@ const COLUMNS: (keyof PolicyRow)[] = [
   'id',
   'name',
   'cert_allowed',
+  'cert_allow_expired',
   'updb_allowed',
   'updb_min_password_length',
   'updb_require_special_char',
@@ -137,6 +140,7 @@ export class AuthPolicyRepository {
       id: r.id,
       name: r.name,
       certAllowed: r.cert_allowed === 1,
+      certAllowExpired: r.cert_allow_expired === 1,
       updbAllowed: r.updb_allowed === 1,
       updbMinPasswordLength: r.updb_min_password_length,
       updbRequireSpecialChar: r.updb_require_special_char === 1,
