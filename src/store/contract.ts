@@ -340,7 +340,10 @@ export interface LoginFailureRepository {
   addFailure(name: string, at: string, known?: boolean): Promise<number>
   lockUntil(name: string, until: string): Promise<void>
   clear(name: string): Promise<void>
-  /** Forgets counts last changed before `before` whose lock (if any) has ended; resolves with how many. */
+  /**
+   * Forgets counts last changed before `before` whose lock (if any) has ended, and a store that
+   * bounds the names of no identity forgets the oldest beyond its bound; resolves with how many.
+   */
   deleteBefore(before: string): Promise<number>
 }
 

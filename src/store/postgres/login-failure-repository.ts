@@ -57,10 +57,14 @@ export class PgLoginFailureRepository implements LoginFailureRepository {
     const sql = `DELETE FROM login_failures
       WHERE updated_at < $1 AND (locked_until IS NULL OR locked_until < $1)`
     const old = (await this.run('login-failures-purge', sql, [before])).rowCount ?? 0
-    // Through the partial index: the newest unknown names are skipped, the rest deleted.
-    const bound = `DELETE FROM login_failures WHERE name IN (
-      SELECT name FROM login_failures WHERE NOT known ORDER BY updated_at DESC OFFSET $1)`
-    const over = (await this.run('login-failures-bound', bound, [this.maxUnknownNames])).rowCount
+    // The newest `maxUnknownNames` are kept: older ones go. The cut is a time read once, and each
+    // row deleted is checked against it again as it is now (a name that failed again meanwhile,
+    // or became an identity's, is newer or known, and stays); both reads use the partial index.
+    const bound = `DELETE FROM login_failures WHERE NOT known AND updated_at < (
+      SELECT updated_at FROM login_failures WHERE NOT known
+       ORDER BY updated_at DESC OFFSET $1 LIMIT 1)`
+    const keep = Math.max(this.maxUnknownNames - 1, 0)
+    const over = (await this.run('login-failures-bound', bound, [keep])).rowCount
     return old + (over ?? 0)
   }
 }
