@@ -22,17 +22,23 @@ async function refusal(throttle: LoginThrottle, name: string): Promise<string | 
   }
 }
 
+/** A throttle of 3 attempts and a minute's lock over `store`, the identity name admin locked. */
+async function adminLocked(on: Store) {
+  const clock = testClock()
+  const throttle = new LoginThrottle(on.repos.loginFailures, clock, {
+    attempts: 3,
+    firstMs: 60_000,
+    maxMs: 60_000,
+  })
+  for (let i = 0; i < 3; i++) await throttle.failed('admin', undefined, true)
+  expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
+  return { clock, throttle }
+}
+
 describe('login throttle on SQLite (counts kept in memory, bounded)', () => {
   it("a spray of made-up names never forgets an identity's count or backoff", async () => {
     store = await openTestStore('sqlite')
-    const clock = testClock()
-    const throttle = new LoginThrottle(store.repos.loginFailures, clock, {
-      attempts: 3,
-      firstMs: 60_000,
-      maxMs: 60_000,
-    })
-    for (let i = 0; i < 3; i++) await throttle.failed('admin', undefined, true)
-    expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
+    const { clock, throttle } = await adminLocked(store)
     // More made-up names than the store keeps (100,000), each failing once, after admin's lock.
     for (let i = 0; i < 100_500; i++) await throttle.failed(`made-up-${i}`)
     expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
@@ -80,14 +86,7 @@ describe.skipIf(!PG_URL)(
         { info: () => {}, warn: () => {} },
         async () => {},
       )
-      const clock = testClock()
-      const throttle = new LoginThrottle(store.repos.loginFailures, clock, {
-        attempts: 3,
-        firstMs: 60_000,
-        maxMs: 60_000,
-      })
-      for (let i = 0; i < 3; i++) await throttle.failed('admin', undefined, true)
-      expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
+      const { clock, throttle } = await adminLocked(store)
       // A made-up name that once failed, later failing as an identity's name, stays known.
       await throttle.failed('later-created')
       clock.advance(1)
