@@ -1,10 +1,9 @@
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { copyFileSync, existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import Database from 'better-sqlite3'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AppError } from '../../../src/errors.js'
 import type {
   BackgroundCheckpointsOptions,
@@ -14,6 +13,7 @@ import { openDatabase } from '../../../src/store/sqlite/connection.js'
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { fdatasyncOffLoop } from '../../../src/store/sqlite/wal-sync.js'
 import { insertIdentities, logins } from '../../helpers/records.js'
+import { sqliteFiles } from '../../helpers/sqlite-files.js'
 
 /** Session ids in the database file itself, read without its WAL: only what was checkpointed. */
 function inFileItself(path: string): string[] {
@@ -61,23 +61,8 @@ async function threadStarted(store: SqliteStore): Promise<void> {
 }
 
 describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
-  let dir: string
-  let path: string
-  const open: SqliteStore[] = []
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'ctrl-ckpt-'))
-    path = join(dir, 'ctrl.db')
-  })
-  afterEach(async () => {
-    for (const store of open.splice(0)) await store.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  function openStore(options: ConstructorParameters<typeof SqliteStore>[2] = {}): SqliteStore {
-    const db = openDatabase(path)
-    const store = new SqliteStore(db, () => db.close(), options)
-    open.push(store)
-    return store
-  }
+  const files = sqliteFiles('ctrl-ckpt-')
+  const openStore = (options: Parameters<typeof files.open>[0] = {}) => files.open(options)
 
   it('copies committed logins into the database file while the store runs', async () => {
     const store = openStore({ checkpoints: { intervalMs: 20 } })
@@ -87,7 +72,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     await pause(30)
     await store.recordLogins(logins('alice', [3]))
     await until(() => (store.checkpoints?.stats.checkpoints ?? 0) >= 1, 'a checkpoint')
-    expect(inFileItself(path)).toEqual(['alice-1', 'alice-2', 'alice-3'])
+    expect(inFileItself(files.path)).toEqual(['alice-1', 'alice-2', 'alice-3'])
     expect(store.checkpoints?.running).toBe(true)
     // The store reads and writes on as before.
     await store.recordLogins(logins('alice', [4]))
@@ -106,7 +91,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     await pause(50)
     expect(store.checkpoints?.running).toBe(false)
     expect(store.checkpoints?.stats.checkpoints).toBe(0)
-    expect(inFileItself(path)).toEqual([])
+    expect(inFileItself(files.path)).toEqual([])
   })
 
   it('ends its thread when the store closes; the WAL is removed and nothing is lost', async () => {
@@ -117,12 +102,11 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     await until(() => store.checkpoints?.running === true, 'the thread')
     await pause(5)
     await store.recordLogins(logins('alice', [2]))
-    await store.close()
-    open.splice(open.indexOf(store), 1)
+    await files.close(store)
     expect(store.checkpoints?.running).toBe(false)
     // The last connection to close checkpoints everything and removes the WAL, as without a thread.
-    expect(existsSync(`${path}-wal`)).toBe(false)
-    expect(inFileItself(path)).toEqual(['alice-1', 'alice-2'])
+    expect(existsSync(`${files.path}-wal`)).toBe(false)
+    expect(inFileItself(files.path)).toEqual(['alice-1', 'alice-2'])
     const again = openStore({ checkpoints: false })
     expect((await again.repos.sessions.all()).map((s) => s.id).sort()).toEqual([
       'alice-1',
@@ -132,7 +116,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
 
   it('closes the store only once the thread has closed its connection', async () => {
     const events: string[] = []
-    const db = openDatabase(path)
+    const db = openDatabase(files.path)
     const store = new SqliteStore(
       db,
       () => {
@@ -168,8 +152,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
       },
     })
     await threadStarted(store)
-    await store.close()
-    open.splice(open.indexOf(store), 1)
+    await files.close(store)
     await until(() => ended, 'the thread terminated')
   })
 
@@ -180,7 +163,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     const script = `
       import { openStore } from ${JSON.stringify(openStoreJs)}
       const quiet = { info: () => {}, warn: () => {} }
-      const settings = { db: ${JSON.stringify(path)}, poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 5000 }
+      const settings = { db: ${JSON.stringify(files.path)}, poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 5000 }
       const store = await openStore(settings, quiet, async () => {})
       // Commits more than 100 ms apart: the second starts the checkpoint thread.
       for (let i = 0; i < 3; i++) {
@@ -191,7 +174,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
       await store.close()
       console.log('closed')
     `
-    const tool = join(dir, 'tool.mjs') // a file: threads of a `-e` process would inherit its input type
+    const tool = join(files.dir, 'tool.mjs') // a file: threads of a `-e` process would inherit its input type
     writeFileSync(tool, script)
     const child = spawnSync(process.execPath, [tool], {
       encoding: 'utf8',
@@ -201,7 +184,7 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     expect(child.stdout.trim()).toBe('closed')
     expect(child.status).toBe(0) // 13 when the event loop emptied while the close was awaited
     // The store's own connection closed last: the WAL was checkpointed and removed.
-    expect(existsSync(`${path}-wal`)).toBe(false)
+    expect(existsSync(`${files.path}-wal`)).toBe(false)
   })
 
   it('stops its thread when a WAL sync fails and the store stops writing', async () => {
@@ -227,13 +210,13 @@ describe('WAL checkpoints on a thread of their own (SQLite file store)', () => {
     expect(store.checkpoints).toBeUndefined()
     await insertIdentities(store, 'alice')
     await store.recordLogins(logins('alice', [1]))
-    expect(inFileItself(path)).toEqual([])
+    expect(inFileItself(files.path)).toEqual([])
   })
 
   it('starts no thread for a database in memory', async () => {
     const db = openDatabase(':memory:')
     const store = new SqliteStore(db, () => db.close())
-    open.push(store)
+    files.track(store)
     expect(store.checkpoints).toBeUndefined()
   })
 

@@ -1,7 +1,7 @@
 import { fstatSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { AppError } from '../../../src/errors.js'
 import { SessionService } from '../../../src/identities/session-service.js'
 import { openDatabase } from '../../../src/store/sqlite/connection.js'
@@ -9,6 +9,7 @@ import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { fdatasyncOffLoop, type SyncFile } from '../../../src/store/sqlite/wal-sync.js'
 import { ADMIN_PASSWORD, ADMIN_USER, buildTestApp, caller, login } from '../../helpers/app.js'
 import { identityRecord, insertIdentities, logins } from '../../helpers/records.js'
+import { sqliteFiles } from '../../helpers/sqlite-files.js'
 
 /** A sync the test settles by hand; records the inode of each file it was asked to sync. */
 function heldSync() {
@@ -37,25 +38,12 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
 }
 
 describe('login batches on a file database: the WAL synced off the event loop', () => {
-  let dir: string
-  let path: string
-  const open: SqliteStore[] = []
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'ctrl-wal-'))
-    path = join(dir, 'ctrl.db')
-  })
-  afterEach(async () => {
-    for (const store of open.splice(0)) await store.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  function openStore(syncFile?: SyncFile, at = path): SqliteStore {
-    const db = openDatabase(at)
-    const store = new SqliteStore(db, () => db.close(), syncFile ? { syncFile } : {})
-    open.push(store)
-    return store
+  const files = sqliteFiles('ctrl-wal-')
+  function openStore(syncFile?: SyncFile, at = files.path): SqliteStore {
+    return files.open(syncFile ? { syncFile } : {}, at)
   }
   /** A store (at `at`) whose syncs the test settles, with the identity alice. */
-  async function heldStore(at = path) {
+  async function heldStore(at = files.path) {
     const { sync, calls } = heldSync()
     const store = openStore(sync, at)
     await insertIdentities(store, 'alice')
@@ -63,8 +51,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
   }
   /** Closes `store` and opens the same file again, as a restart does. */
   async function reopen(store: SqliteStore): Promise<SqliteStore> {
-    await store.close()
-    open.splice(open.indexOf(store), 1)
+    await files.close(store)
     return openStore()
   }
 
@@ -74,7 +61,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     expect(await settled(batch)).toBe(false)
     // Committed and visible, the lock free for the next requests, while the disk is being synced.
     expect(calls).toHaveLength(1)
-    expect(calls[0]?.ino).toBe(statSync(`${path}-wal`).ino)
+    expect(calls[0]?.ino).toBe(statSync(`${files.path}-wal`).ino)
     expect((await store.repos.sessions.all()).map((s) => s.id).sort()).toEqual([
       'alice-1',
       'alice-2',
@@ -88,8 +75,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     const batch = store.recordLogins(logins('alice', [1]))
     expect(await settled(batch)).toBe(false)
     const call = calls[0] as (typeof calls)[number]
-    await store.close()
-    open.splice(open.indexOf(store), 1)
+    await files.close(store)
     // Still the WAL's descriptor: no other file can take its number while the sync runs.
     expect(fstatSync(call.fd).ino).toBe(call.ino)
     call.settle()
@@ -135,7 +121,7 @@ describe('login batches on a file database: the WAL synced off the event loop', 
     expect(await refused(store.repos.sessions.all())).toBe('SERVICE_UNAVAILABLE')
     expect(await refused(store.transaction(async () => 'written'))).toBe('SERVICE_UNAVAILABLE')
     expect(await refused(store.ping())).toBe('SERVICE_UNAVAILABLE')
-    expect(await refused(store.snapshot(join(dir, 'copy.db')))).toBe('SERVICE_UNAVAILABLE')
+    expect(await refused(store.snapshot(join(files.dir, 'copy.db')))).toBe('SERVICE_UNAVAILABLE')
     expect(calls).toHaveLength(2)
     // After a restart the batch answered before the failure is there.
     const reopened = await reopen(store)
@@ -207,12 +193,12 @@ describe('login batches on a file database: the WAL synced off the event loop', 
   })
 
   it('syncs the WAL of the real file when the database is opened through a symbolic link', async () => {
-    const link = join(dir, 'link.db')
-    symlinkSync(path, link)
+    const link = join(files.dir, 'link.db')
+    symlinkSync(files.path, link)
     const { store, calls } = await heldStore(link)
     const batch = store.recordLogins(logins('alice', [1]))
     expect(await settled(batch)).toBe(false)
-    expect(calls[0]?.ino).toBe(statSync(`${path}-wal`).ino)
+    expect(calls[0]?.ino).toBe(statSync(`${files.path}-wal`).ino)
     calls[0]?.settle()
     expect(await batch).toEqual([])
   })
