@@ -1,7 +1,21 @@
 import { generateKeyPairSync, KeyObject, sign as nodeSign } from 'node:crypto'
-import { createLocalJWKSet, exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose'
+import fc from 'fast-check'
+import {
+  createLocalJWKSet,
+  exportJWK,
+  generateKeyPair,
+  type JWK,
+  jwtVerify,
+  SignJWT,
+  UnsecuredJWT,
+} from 'jose'
 import { describe, expect, it } from 'vitest'
-import { type ClaimOptions, verifyJwt } from '../../src/jwt/jws.js'
+import {
+  type ClaimOptions,
+  type ClaimsSetOptions,
+  validateClaims,
+  verifyJwt,
+} from '../../src/jwt/jws.js'
 import { ALGORITHMS } from '../../src/jwt/verify.js'
 import { signRs256Raw, unsignedJwt } from '../helpers/jwt.js'
 
@@ -211,6 +225,83 @@ describe('verifyJwt (node:crypto signatures, jose claims) agrees with jose jwtVe
         dsaEncoding: 'ieee-p1363',
       })
       expect(await same(`${input}.${sig.toString('base64url')}`, jwks)).toBe('JWTInvalid')
+    }
+  })
+})
+
+/** What a claims check did: the claims it returned, or its error's class, message, claim, reason. */
+function claimsOutcome(run: () => unknown): string {
+  try {
+    return `ok ${JSON.stringify(run())}`
+  } catch (err) {
+    const e = err as Error & { claim?: string; reason?: string }
+    return JSON.stringify([e.constructor.name, e.message, e.claim, e.reason])
+  }
+}
+
+describe('validateClaims agrees with jose on every claims set', () => {
+  const NONE = Buffer.from('{"alg":"none"}').toString('base64url')
+  // Values around each check's edge (now ± each tolerance, and one second either side of it), the
+  // right one more often than not, then others of the same type and of other types.
+  const edges = [0, 5, 30, 30.5].flatMap((t) => [-t - 1, -t, -t + 1, t - 1, t, t + 1])
+  const time = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...edges.map((d) => T + d)) },
+    { weight: 1, arbitrary: fc.integer({ min: T - 100, max: T + 100 }) },
+    { weight: 1, arbitrary: fc.constantFrom(-1, 0, 'soon', null, true, [T], { at: T }) },
+  )
+  const mostly = <V>(right: V, ...others: unknown[]) =>
+    fc.option(
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constant(right) },
+        { weight: 1, arbitrary: fc.constantFrom(...others) },
+      ),
+      { nil: undefined, freq: 6 },
+    )
+  const claims = fc.record(
+    {
+      iss: mostly('https://idp.example', 'https://idp.example/', '', 7, null),
+      aud: mostly('ziti', 'other', ['other', 'ziti'], ['other'], [], [7], 7, null, 'Ziti'),
+      sub: mostly('someone', 5, null),
+      exp: fc.option(time, { nil: undefined, freq: 6 }),
+      nbf: fc.option(time, { nil: undefined, freq: 3 }),
+      iat: fc.option(time, { nil: undefined, freq: 3 }),
+      extra: fc.option(fc.jsonValue(), { nil: undefined }),
+    },
+    { requiredKeys: [] },
+  )
+  const options = fc.record({
+    issuer: fc.constant('https://idp.example'),
+    audience: fc.constantFrom<string | string[]>('ziti', ['other', 'ziti'], ['nobody'], []),
+    requiredClaims: fc.subarray(['exp', 'iat', 'sub', 'iss', 'nbf']),
+    clockTolerance: fc.constantFrom(0, 5, 30, 30.5),
+    currentDate: fc.constant(NOW),
+  })
+
+  it('returns the same claims or throws the same error (class, message, claim, reason)', () => {
+    fc.assert(
+      fc.property(claims, options, (generated, o: ClaimsSetOptions) => {
+        const json = JSON.stringify(generated)
+        const payload = Buffer.from(json).toString('base64url')
+        const jose = claimsOutcome(() => UnsecuredJWT.decode(`${NONE}.${payload}.`, o).payload)
+        const ours = claimsOutcome(() => validateClaims(JSON.parse(json), o))
+        expect(ours).toBe(jose)
+      }),
+      { numRuns: 3000 },
+    )
+  })
+
+  it('refuses options jose refuses', () => {
+    const valid = { ...CLAIMS }
+    for (const o of [
+      { clockTolerance: -1 },
+      { clockTolerance: Number.NaN },
+      { currentDate: new Date(Number.NaN) },
+    ]) {
+      const options = { ...OPTIONS, ...o }
+      const payload = Buffer.from(JSON.stringify(valid)).toString('base64url')
+      const jose = claimsOutcome(() => UnsecuredJWT.decode(`${NONE}.${payload}.`, options).payload)
+      expect(claimsOutcome(() => validateClaims({ ...valid }, options))).toBe(jose)
+      expect(jose).toMatch(/^\["TypeError"/)
     }
   })
 })
