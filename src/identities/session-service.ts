@@ -116,6 +116,8 @@ export class SessionService {
     // hash of the whole token must then match.
     const token = `${id}.${newSecret()}`
     const now = this.options.clock()
+    const created = now.toISOString()
+    const hardExpiresAt = endsAt?.toISOString() ?? null
     const session: SessionRecord = {
       id,
       tokenHash: hashToken(token),
@@ -123,11 +125,11 @@ export class SessionService {
       identityId: identity.id,
       authenticatorId,
       ipAddress,
-      createdAt: now.toISOString(),
-      updatedAt: now.toISOString(),
-      lastActivityAt: now.toISOString(),
-      expiresAt: this.expiry(now, endsAt?.toISOString() ?? null),
-      hardExpiresAt: endsAt?.toISOString() ?? null,
+      createdAt: created,
+      updatedAt: created,
+      lastActivityAt: created,
+      expiresAt: this.expiry(now, hardExpiresAt),
+      hardExpiresAt,
     }
     const event = this.audit.event(
       { actor: { id: identity.id, name: identity.name }, requestId: ctx?.requestId ?? null },
