@@ -155,9 +155,13 @@ export interface CompactJws {
   payload: string
   signature: string
   header: CompactJWSHeaderParameters
-  /** The claims set, once `unverifiedClaims` has read it: the verification reads it no more. */
-  claims?: JWTPayload
 }
+
+/**
+ * The claims set `unverifiedClaims` read of a JWS, with the payload it read it from: the
+ * verification reuses it only while that is still the payload it checks the signature of.
+ */
+const readClaims = new WeakMap<CompactJws, { payload: string; claims: JWTPayload }>()
 
 /**
  * Splits a compact JWS and reads its protected header (a JSON object), once for every use: the
@@ -181,10 +185,10 @@ export function splitJws(token: string): CompactJws {
 
 /**
  * The claims set of a JWS, NOT verified: what picks the signer (`iss`) before any check. Read as
- * jose's `decodeJwt` reads it; the claims a verification returns are read again by jose. Throws
- * JWTInvalid.
+ * jose's `decodeJwt` reads it. The very object is what `verifyJwt` checks and returns once the
+ * signature verifies (the payload is not read twice): read it, never change it. Throws JWTInvalid.
  */
-export function unverifiedClaims(jws: CompactJws): JWTPayload {
+export function unverifiedClaims(jws: CompactJws): Readonly<JWTPayload> {
   let parsed: unknown
   try {
     parsed = jsonPart(jws.payload)
@@ -192,7 +196,7 @@ export function unverifiedClaims(jws: CompactJws): JWTPayload {
     throw new errors.JWTInvalid('Failed to parse the decoded payload as JSON')
   }
   if (!isJsonObject(parsed)) throw new errors.JWTInvalid('Invalid JWT Claims Set')
-  jws.claims = parsed
+  readClaims.set(jws, { payload: jws.payload, claims: parsed })
   return parsed
 }
 
@@ -242,7 +246,8 @@ export async function verifyJwt(
   }
   // The payload whose signature was just checked, read once: before the check (to pick the signer)
   // or now, with jose's refusal of a claims set that is not a JSON object.
-  let claims = jws.claims
+  const read = readClaims.get(jws)
+  let claims = read?.payload === payload ? read.claims : undefined
   if (claims === undefined) {
     let parsed: unknown
     try {

@@ -13,6 +13,9 @@ import { describe, expect, it } from 'vitest'
 import {
   type ClaimOptions,
   type ClaimsSetOptions,
+  type CompactJws,
+  splitJws,
+  unverifiedClaims,
   validateClaims,
   verifyJwt,
 } from '../../src/jwt/jws.js'
@@ -62,6 +65,18 @@ async function same(token: string, jwks: { keys: JWK[] }, options: Partial<Claim
   const ours = await outcome(() => verifyJwt(token, createLocalJWKSet(jwks), o))
   const jose = await outcome(() => jwtVerify(token, createLocalJWKSet(jwks), o))
   expect(ours, token).toBe(jose)
+  // As a login runs it: the claims read first (to pick the signer), then checked as read.
+  let read: CompactJws | undefined
+  try {
+    read = splitJws(token)
+    unverifiedClaims(read)
+  } catch {
+    read = undefined // a login refuses it before any check
+  }
+  if (read) {
+    const jws = read
+    expect(await outcome(() => verifyJwt(jws, createLocalJWKSet(jwks), o)), token).toBe(jose)
+  }
   return ours
 }
 
@@ -272,9 +287,17 @@ describe('validateClaims agrees with jose on every claims set', () => {
   const options = fc.record({
     issuer: fc.constant('https://idp.example'),
     audience: fc.constantFrom<string | string[]>('ziti', ['other', 'ziti'], ['nobody'], []),
-    requiredClaims: fc.subarray(['exp', 'iat', 'sub', 'iss', 'nbf']),
-    clockTolerance: fc.constantFrom(0, 5, 30, 30.5),
-    currentDate: fc.constant(NOW),
+    // Names of Object.prototype's members too: a claim is present only as the set's own member.
+    requiredClaims: fc.subarray(['exp', 'iat', 'sub', 'iss', 'nbf', 'toString', '__proto__']),
+    // Now and then an option jose refuses: refused by both, and only after the same checks.
+    clockTolerance: fc.oneof(
+      { weight: 20, arbitrary: fc.constantFrom(0, 5, 30, 30.5) },
+      { weight: 1, arbitrary: fc.constantFrom(-1, Number.NaN, Number.POSITIVE_INFINITY) },
+    ),
+    currentDate: fc.oneof(
+      { weight: 20, arbitrary: fc.constant(NOW) },
+      { weight: 1, arbitrary: fc.constant(new Date(Number.NaN)) },
+    ),
   })
 
   it('returns the same claims or throws the same error (class, message, claim, reason)', () => {
@@ -288,6 +311,46 @@ describe('validateClaims agrees with jose on every claims set', () => {
       }),
       { numRuns: 3000 },
     )
+  })
+
+  it('reads a claims set as jose reads it: repeated members, __proto__, numbers past the edges', () => {
+    const o: ClaimsSetOptions = { ...OPTIONS, clockTolerance: 5 }
+    const base = `"iss":"https://idp.example","aud":"ziti"`
+    for (const json of [
+      `{${base},"exp":${T - 10},"exp":${T + 600}}`,
+      `{${base},"exp":${T + 600},"exp":${T - 10}}`,
+      `{${base},"exp":${T + 600},"__proto__":{"exp":1}}`,
+      `{"__proto__":{"iss":"https://idp.example"},"aud":"ziti","exp":${T + 600}}`,
+      `{${base},"exp":1e400}`,
+      `{${base},"exp":-1e400}`,
+      `{${base},"exp":${T + 600},"nbf":-0}`,
+      `{${base},"exp":${2 ** 60}}`,
+      `{${base},"exp":${T + 600},"toString":1}`,
+    ]) {
+      const payload = Buffer.from(json).toString('base64url')
+      const jose = claimsOutcome(() => UnsecuredJWT.decode(`${NONE}.${payload}.`, o).payload)
+      expect(
+        claimsOutcome(() => validateClaims(JSON.parse(json), o)),
+        json,
+      ).toBe(jose)
+    }
+  })
+
+  it('trusts the claims read before the check only while they are of the payload checked', async () => {
+    const pair = await keyPair('RS256')
+    const key = KeyObject.from(pair.publicKey)
+    const first = splitJws(await sign(pair, 'RS256', { ...CLAIMS, sub: 'first' }))
+    const second = splitJws(await sign(pair, 'RS256', { ...CLAIMS, sub: 'second' }))
+    expect(unverifiedClaims(first).sub).toBe('first')
+    // The same object, given another signed payload: its own claims come back, not those read.
+    first.payload = second.payload
+    first.signature = second.signature
+    expect((await verifyJwt(first, () => key, OPTIONS)).sub).toBe('second')
+    // A copy holding another payload is read afresh too.
+    const third = splitJws(await sign(pair, 'RS256', { ...CLAIMS, sub: 'third' }))
+    unverifiedClaims(third)
+    const copy = { ...third, payload: second.payload, signature: second.signature }
+    expect((await verifyJwt(copy, () => key, OPTIONS)).sub).toBe('second')
   })
 
   it('refuses options jose refuses', () => {
