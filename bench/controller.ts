@@ -86,13 +86,18 @@ export async function seedSigners(call: Call, count: number, from = 0): Promise<
  */
 export async function startController(
   db: string,
-  options: { signers?: number; env?: Record<string, string> } = {},
+  options: {
+    signers?: number
+    env?: Record<string, string>
+    /** The server to start (default: this build's `dist/src/server.js`). */
+    server?: string
+  } = {},
 ): Promise<Controller> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const start = startCommand()
   const started = await startProcess(
-    join(here, '../src/server.js'),
+    options.server ?? join(here, '../src/server.js'),
     base,
     '/health-checks',
     {
