@@ -158,10 +158,16 @@ export interface CompactJws {
 }
 
 /**
- * The claims set `unverifiedClaims` read of a JWS, with the payload it read it from: the
- * verification reuses it only while that is still the payload it checks the signature of.
+ * Where a JWS keeps the claims set `unverifiedClaims` read of it, with the payload it read it
+ * from: the verification reuses it only while that is still the payload it checks the signature
+ * of. A member of the JWS, not a WeakMap entry: a WeakMap entry for every login's short-lived JWS
+ * costs the young generation's collections more than the second reading it saves.
  */
-const readClaims = new WeakMap<CompactJws, { payload: string; claims: JWTPayload }>()
+const READ = Symbol('claims read')
+
+interface ReadJws extends CompactJws {
+  [READ]: { payload: string; claims: JWTPayload } | undefined
+}
 
 /**
  * Splits a compact JWS and reads its protected header (a JSON object), once for every use: the
@@ -180,7 +186,14 @@ export function splitJws(token: string): CompactJws {
     throw new errors.JWSInvalid('Invalid Compact JWS')
   }
   const [encodedHeader, payload, signature] = parts as [string, string, string]
-  return { encodedHeader, payload, signature, header: header(encodedHeader) }
+  const jws: ReadJws = {
+    encodedHeader,
+    payload,
+    signature,
+    header: header(encodedHeader),
+    [READ]: undefined,
+  }
+  return jws
 }
 
 /**
@@ -196,7 +209,8 @@ export function unverifiedClaims(jws: CompactJws): Readonly<JWTPayload> {
     throw new errors.JWTInvalid('Failed to parse the decoded payload as JSON')
   }
   if (!isJsonObject(parsed)) throw new errors.JWTInvalid('Invalid JWT Claims Set')
-  readClaims.set(jws, { payload: jws.payload, claims: parsed })
+  const read = jws as ReadJws
+  read[READ] = { payload: jws.payload, claims: parsed }
   return parsed
 }
 
@@ -246,7 +260,7 @@ export async function verifyJwt(
   }
   // The payload whose signature was just checked, read once: before the check (to pick the signer)
   // or now, with jose's refusal of a claims set that is not a JSON object.
-  const read = readClaims.get(jws)
+  const read = (jws as Partial<ReadJws>)[READ]
   let claims = read?.payload === payload ? read.claims : undefined
   if (claims === undefined) {
     let parsed: unknown
