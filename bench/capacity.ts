@@ -15,10 +15,14 @@ interface Inputs {
   rollbacks: number
   activeUs: number
   backendUs: number
+  /** The backends' time waiting for a CPU, when the kernel says. */
+  backendWaitUs: number | undefined
   backends: { seen: number; ended: number }
   statementStats?: { calls: number; execUs: number } | undefined
   /** The logins' group commits during the run, when it stored any. */
-  commits?: { loginsEach: number; msEach: number; busy: number } | undefined
+  commits?:
+    | { loginsEach: number; msEach: number; busy: number; waitMsEach: number | undefined }
+    | undefined
 }
 
 /** The controller's totals that the capacity inputs read from its metrics. */
@@ -79,6 +83,7 @@ async function inputs(
     rollbacks: (after.xactRollback - before.db.xactRollback) / n,
     activeUs: ((after.activeTimeMs - before.db.activeTimeMs) * 1000) / n,
     backendUs: backend.cpuUs / n,
+    backendWaitUs: backend.waitUs === undefined ? undefined : backend.waitUs / n,
     backends: backend,
     statementStats: statementStats && {
       calls: statementStats.calls / n,
@@ -91,6 +96,7 @@ async function inputs(
             msEach: (commitSeconds * 1000) / commits,
             // Of the run's own duration (its requests at its rate).
             busy: commitSeconds / (n / result.rps),
+            waitMsEach: backend.waitUs === undefined ? undefined : backend.waitUs / 1000 / commits,
           }
         : undefined,
   }
@@ -101,13 +107,13 @@ function print(rows: Inputs[], stats: DatabaseStats, db: string): void {
     `\ncapacity inputs (PostgreSQL): one controller instance as \`npm start\` runs it, metrics on, database ${db} of its own; per request:`,
   )
   console.log(
-    `  ${'request'.padEnd(44)} ${'req/s'.padStart(7)} ${'statements'.padStart(10)} ${'transactions'.padStart(12)} ${'db active'.padStart(10)} ${'db cpu'.padStart(9)} ${'controller cpu'.padStart(14)}  errors`,
+    `  ${'request'.padEnd(44)} ${'req/s'.padStart(7)} ${'statements'.padStart(10)} ${'transactions'.padStart(12)} ${'db active'.padStart(10)} ${'db cpu'.padStart(9)} ${'db wait'.padStart(9)} ${'controller cpu'.padStart(14)}  errors`,
   )
   for (const r of rows) {
     const us = (v: number | undefined, w: number) =>
       `${v === undefined ? '-' : v.toFixed(0)} µs`.padStart(w)
     console.log(
-      `  ${r.name.padEnd(44)} ${r.result.rps.toFixed(0).padStart(7)} ${r.statements.toFixed(2).padStart(10)} ${r.transactions.toFixed(3).padStart(12)} ${us(r.activeUs, 10)} ${us(r.backendUs, 9)} ${us(r.result.cpuUs, 14)}  ${r.result.errors}`,
+      `  ${r.name.padEnd(44)} ${r.result.rps.toFixed(0).padStart(7)} ${r.statements.toFixed(2).padStart(10)} ${r.transactions.toFixed(3).padStart(12)} ${us(r.activeUs, 10)} ${us(r.backendUs, 9)} ${us(r.backendWaitUs, 9)} ${us(r.result.cpuUs, 14)}  ${r.result.errors}`,
     )
   }
   const seen = rows.reduce((n, r) => n + r.backends.seen, 0)
@@ -119,12 +125,13 @@ function print(rows: Inputs[], stats: DatabaseStats, db: string): void {
   console.log(
     "  db active: pg_stat_database.active_time; db cpu: utime+stime of the database's backend processes" +
       ` (${seen} seen over the runs, ${ended} ended mid-run and were read last up to 200 ms before);` +
+      " db wait: the time those backends were ready to run but waited for a CPU that another process of the machine held (/proc/<pid>/schedstat; '-' where the kernel does not say);" +
       " controller cpu: the controller process. Each includes the instance's heartbeat (one write every 5 s).",
   )
   for (const r of rows) {
     if (!r.commits) continue
     console.log(
-      `  group commits, ${r.name}: ${r.commits.loginsEach.toFixed(1)} logins each, ${r.commits.msEach.toFixed(2)} ms each from the controller's side, one in flight ${(100 * r.commits.busy).toFixed(0)}% of the run (ctrl_login_commit*_total)`,
+      `  group commits, ${r.name}: ${r.commits.loginsEach.toFixed(1)} logins each, ${r.commits.msEach.toFixed(2)} ms each from the controller's side, one in flight ${(100 * r.commits.busy).toFixed(0)}% of the run (ctrl_login_commit*_total)${r.commits.waitMsEach === undefined ? '' : `; the backends waited ${r.commits.waitMsEach.toFixed(2)} ms of each for a CPU`}`,
     )
   }
   if (stats.statementStats) {

@@ -32,6 +32,21 @@ export function cpuTimeUs(pid: number, tid?: number): number | undefined {
 }
 
 /**
+ * How long a process (or one of its threads, with `tid`) has so far been ready to run but waited
+ * for a CPU, in µs: the second field of /proc/<pid>/schedstat (Linux; undefined elsewhere, once it
+ * ended, or where the kernel keeps no such figure).
+ */
+export function runQueueWaitUs(pid: number, tid?: number): number | undefined {
+  const path = tid === undefined ? `/proc/${pid}/schedstat` : `/proc/${pid}/task/${tid}/schedstat`
+  try {
+    const waited = Number(readFileSync(path, 'utf8').split(' ')[1])
+    return Number.isFinite(waited) ? waited / 1000 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
  * What autocannon sends as headers: a constant record (the request is then built once, as a client
  * that repeats itself does), or a function called per request, to rotate them (autocannon then
  * rebuilds every request, which costs the load generator, on the same cores, CPU of its own).

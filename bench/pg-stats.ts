@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { cpuTimeUs } from './common.js'
+import { cpuTimeUs, runQueueWaitUs } from './common.js'
 import { databaseUrl, PG_SERVER } from './databases.js'
 
 /**
@@ -101,9 +101,28 @@ export class DatabaseStats {
   }
 }
 
+/** A backend's CPU time and time waiting for a CPU so far, in µs. */
+interface Times {
+  cpuUs: number
+  waitUs: number | undefined
+}
+
+const NONE: Times = { cpuUs: 0, waitUs: 0 }
+
+/** A backend's times now; undefined once it ended. */
+function readTimes(pid: number): Times | undefined {
+  const cpuUs = cpuTimeUs(pid)
+  return cpuUs === undefined ? undefined : { cpuUs, waitUs: runQueueWaitUs(pid) }
+}
+
 export interface BackendCpu {
   /** CPU time (user and system) the database's backends spent during the run, in µs. */
   cpuUs: number
+  /**
+   * Time the backends were ready to run but waited for a CPU (held by other processes of the
+   * machine: the controller, the load generator), in µs; undefined where the kernel does not say.
+   */
+  waitUs: number | undefined
   /** Backends seen during the run. */
   seen: number
   /** Backends that ended during the run: their CPU after the last sample (< 200 ms) is missed. */
@@ -111,13 +130,14 @@ export interface BackendCpu {
 }
 
 /**
- * Samples the CPU time of the database's backend processes (/proc/<pid>/stat) every 200 ms from
- * `start` to `stop`. Backends come and go with the pool: one that starts during the run counts
- * whole (it did all its work in the run), one that ends counts until its last sample.
+ * Samples the CPU time of the database's backend processes (/proc/<pid>/stat), and their time
+ * waiting for a CPU (/proc/<pid>/schedstat), every 200 ms from `start` to `stop`. Backends come and
+ * go with the pool: one that starts during the run counts whole (it did all its work in the run),
+ * one that ends counts until its last sample.
  */
 export class BackendSampler {
-  /** CPU at the start (0 for a backend that started later) and at the latest sample. */
-  private readonly cpu = new Map<number, { first: number; last: number }>()
+  /** CPU and wait at the start (0 for a backend that started later) and at the latest sample. */
+  private readonly times = new Map<number, { first: Times; last: Times }>()
   private readonly ended = new Set<number>()
   private timer: NodeJS.Timeout | undefined
   private sampling: Promise<void> = Promise.resolve()
@@ -126,15 +146,15 @@ export class BackendSampler {
 
   private async sample(initial: boolean): Promise<void> {
     for (const pid of await this.stats.backends()) {
-      if (!this.cpu.has(pid)) this.cpu.set(pid, { first: 0, last: 0 })
+      if (!this.times.has(pid)) this.times.set(pid, { first: NONE, last: NONE })
       if (initial) {
-        const now = cpuTimeUs(pid)
-        if (now !== undefined) this.cpu.set(pid, { first: now, last: now })
+        const now = readTimes(pid)
+        if (now !== undefined) this.times.set(pid, { first: now, last: now })
       }
     }
-    for (const [pid, times] of this.cpu) {
+    for (const [pid, times] of this.times) {
       if (this.ended.has(pid)) continue
-      const now = cpuTimeUs(pid)
+      const now = readTimes(pid)
       if (now === undefined) this.ended.add(pid)
       else times.last = now
     }
@@ -152,7 +172,14 @@ export class BackendSampler {
     await this.sampling
     await this.sample(false)
     let cpuUs = 0
-    for (const { first, last } of this.cpu.values()) cpuUs += last - first
-    return { cpuUs, seen: this.cpu.size, ended: this.ended.size }
+    let waitUs: number | undefined = 0
+    for (const { first, last } of this.times.values()) {
+      cpuUs += last.cpuUs - first.cpuUs
+      waitUs =
+        waitUs === undefined || last.waitUs === undefined || first.waitUs === undefined
+          ? undefined
+          : waitUs + last.waitUs - first.waitUs
+    }
+    return { cpuUs, waitUs, seen: this.times.size, ended: this.ended.size }
   }
 }
