@@ -125,7 +125,7 @@ function print(rows: Inputs[], stats: DatabaseStats, db: string): void {
   console.log(
     "  db active: pg_stat_database.active_time; db cpu: utime+stime of the database's backend processes" +
       ` (${seen} seen over the runs, ${ended} ended mid-run and were read last up to 200 ms before);` +
-      " db wait: the time those backends were ready to run but waited for a CPU that another process of the machine held (/proc/<pid>/schedstat; '-' where the kernel does not say);" +
+      " db wait: the time those backends were ready to run but waited for a CPU that another thread of the machine held (/proc/<pid>/schedstat; '-' where the kernel does not say);" +
       " controller cpu: the controller process. Each includes the instance's heartbeat (one write every 5 s).",
   )
   for (const r of rows) {

@@ -32,14 +32,13 @@ export function cpuTimeUs(pid: number, tid?: number): number | undefined {
 }
 
 /**
- * How long a process (or one of its threads, with `tid`) has so far been ready to run but waited
- * for a CPU, in µs: the second field of /proc/<pid>/schedstat (Linux; undefined elsewhere, once it
- * ended, or where the kernel keeps no such figure).
+ * How long a single-threaded process (a PostgreSQL backend) has so far been ready to run but waited
+ * for a CPU, in µs: the second field of /proc/<pid>/schedstat, its main thread's (Linux; undefined
+ * elsewhere, once it ended, or where the kernel keeps no such figure).
  */
-export function runQueueWaitUs(pid: number, tid?: number): number | undefined {
-  const path = tid === undefined ? `/proc/${pid}/schedstat` : `/proc/${pid}/task/${tid}/schedstat`
+export function runQueueWaitUs(pid: number): number | undefined {
   try {
-    const waited = Number(readFileSync(path, 'utf8').split(' ')[1])
+    const waited = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1])
     return Number.isFinite(waited) ? waited / 1000 : undefined
   } catch {
     return undefined
