@@ -52,22 +52,24 @@ async function database(name: string): Promise<string> {
 /** One order: both controllers started (B second unless `bFirst`), rounds run; B's ratios. */
 async function order(bFirst: boolean): Promise<number[]> {
   const tag = bFirst ? 'b_first' : 'b_second'
-  const a = async () => startController(await database(`a_${tag}`), { server: otherServer })
-  const b = async () => startController(await database(`b_${tag}`))
-  let ctrlA: Controller
-  let ctrlB: Controller
-  if (bFirst) {
-    ctrlB = await b()
-    ctrlA = await a()
-  } else {
-    ctrlA = await a()
-    ctrlB = await b()
+  const start = {
+    a: async () => startController(await database(`a_${tag}`), { server: otherServer }),
+    b: async () => startController(await database(`b_${tag}`)),
   }
-  const sides: [Controller, LoginFixture][] = [
-    [ctrlA, await loginFixture(ctrlA)],
-    [ctrlB, await loginFixture(ctrlB)],
-  ]
+  // Whatever was started is stopped, also when a later start or fixture fails.
+  const controllers: Partial<Record<'a' | 'b', Controller>> = {}
+  const fixtures: LoginFixture[] = []
   try {
+    for (const side of bFirst ? (['b', 'a'] as const) : (['a', 'b'] as const)) {
+      controllers[side] = await start[side]()
+    }
+    const sides: [Controller, LoginFixture][] = []
+    for (const ctrl of [controllers.a, controllers.b] as Controller[]) {
+      // both started above
+      const fixture = await loginFixture(ctrl)
+      fixtures.push(fixture)
+      sides.push([ctrl, fixture])
+    }
     for (const [ctrl, fixture] of sides) await warmLogins(ctrl, fixture, ALG)
     const ratios: number[] = []
     for (let round = 0; round < ROUNDS; round++) {
@@ -90,10 +92,8 @@ async function order(bFirst: boolean): Promise<number[]> {
     }
     return ratios
   } finally {
-    for (const [ctrl, fixture] of sides) {
-      fixture.close()
-      await ctrl.stop()
-    }
+    for (const fixture of fixtures) fixture.close()
+    for (const ctrl of Object.values(controllers)) await ctrl.stop()
     if (onPostgres) {
       for (const side of ['a', 'b']) await dropDatabase(`ctrl_bench_ab_${side}_${tag}`)
     }
