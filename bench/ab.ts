@@ -93,7 +93,8 @@ async function order(bFirst: boolean): Promise<number[]> {
     return ratios
   } finally {
     for (const fixture of fixtures) fixture.close()
-    for (const ctrl of Object.values(controllers)) await ctrl.stop()
+    // Both stopped even when one fails to stop; a failure here does not hide the run's own error.
+    await Promise.allSettled(Object.values(controllers).map((ctrl) => ctrl.stop()))
     if (onPostgres) {
       for (const side of ['a', 'b']) await dropDatabase(`ctrl_bench_ab_${side}_${tag}`)
     }

@@ -125,13 +125,13 @@ function print(rows: Inputs[], stats: DatabaseStats, db: string): void {
   console.log(
     "  db active: pg_stat_database.active_time; db cpu: utime+stime of the database's backend processes" +
       ` (${seen} seen over the runs, ${ended} ended mid-run and were read last up to 200 ms before);` +
-      " db wait: the time those backends were ready to run but waited for a CPU that another thread of the machine held (/proc/<pid>/schedstat; '-' where the kernel does not say);" +
+      " db wait: the time those backends were ready to run but waited for a CPU that another process held (/proc/<pid>/schedstat; '-' where the kernel does not say);" +
       " controller cpu: the controller process. Each includes the instance's heartbeat (one write every 5 s).",
   )
   for (const r of rows) {
     if (!r.commits) continue
     console.log(
-      `  group commits, ${r.name}: ${r.commits.loginsEach.toFixed(1)} logins each, ${r.commits.msEach.toFixed(2)} ms each from the controller's side, one in flight ${(100 * r.commits.busy).toFixed(0)}% of the run (ctrl_login_commit*_total)${r.commits.waitMsEach === undefined ? '' : `; the backends waited ${r.commits.waitMsEach.toFixed(2)} ms of each for a CPU`}`,
+      `  group commits, ${r.name}: ${r.commits.loginsEach.toFixed(1)} logins each, ${r.commits.msEach.toFixed(2)} ms each from the controller's side, one in flight ${(100 * r.commits.busy).toFixed(0)}% of the run (ctrl_login_commit*_total)${r.commits.waitMsEach === undefined ? '' : `; the backends waited for a CPU ${r.commits.waitMsEach.toFixed(2)} ms a commit on average`}`,
     )
   }
   if (stats.statementStats) {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 
 export const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
@@ -31,15 +31,21 @@ export function cpuTimeUs(pid: number, tid?: number): number | undefined {
   }
 }
 
+/** Whether this kernel keeps run-queue figures per process (/proc/<pid>/schedstat). */
+export const SCHEDSTAT = existsSync('/proc/self/schedstat')
+
 /**
  * How long a single-threaded process (a PostgreSQL backend) has so far been ready to run but waited
- * for a CPU, in µs: the second field of /proc/<pid>/schedstat, its main thread's (Linux; undefined
- * elsewhere, once it ended, or where the kernel keeps no such figure).
+ * for a CPU, in µs: the second field of /proc/<pid>/schedstat, its main thread's (Linux). Undefined
+ * when it cannot be read (the process ended, or no such file) or the kernel keeps no figures there
+ * (a process that has run with no time on a CPU counted).
  */
 export function runQueueWaitUs(pid: number): number | undefined {
   try {
-    const waited = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1])
-    return Number.isFinite(waited) ? waited / 1000 : undefined
+    const [ran, waited] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number)
+    return ran !== undefined && ran > 0 && waited !== undefined && Number.isFinite(waited)
+      ? waited / 1000
+      : undefined
   } catch {
     return undefined
   }

@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs'
 import pg from 'pg'
-import { cpuTimeUs, runQueueWaitUs } from './common.js'
+import { cpuTimeUs, runQueueWaitUs, SCHEDSTAT } from './common.js'
 import { databaseUrl, PG_SERVER } from './databases.js'
 
 /**
@@ -109,18 +110,25 @@ interface Times {
 
 const NONE: Times = { cpuUs: 0, waitUs: 0 }
 
-/** A backend's times now; undefined once it ended. */
+/**
+ * A backend's times now; undefined once it ended (also when it ended between the two reads: its
+ * CPU and wait then stay as last read).
+ */
 function readTimes(pid: number): Times | undefined {
   const cpuUs = cpuTimeUs(pid)
-  return cpuUs === undefined ? undefined : { cpuUs, waitUs: runQueueWaitUs(pid) }
+  if (cpuUs === undefined) return undefined
+  const waitUs = SCHEDSTAT ? runQueueWaitUs(pid) : undefined
+  if (SCHEDSTAT && waitUs === undefined && !existsSync(`/proc/${pid}`)) return undefined
+  return { cpuUs, waitUs }
 }
 
 export interface BackendCpu {
   /** CPU time (user and system) the database's backends spent during the run, in µs. */
   cpuUs: number
   /**
-   * Time the backends were ready to run but waited for a CPU (held by other processes of the
-   * machine: the controller, the load generator), in µs; undefined where the kernel does not say.
+   * Time the backends were ready to run but waited for a CPU that another process held (on the
+   * bench's machine mostly the controller and the load generator), in µs; undefined where the
+   * kernel does not say.
    */
   waitUs: number | undefined
   /** Backends seen during the run. */
