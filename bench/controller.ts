@@ -114,20 +114,26 @@ export async function startController(
     start.flags,
   )
   const adminSession = () => passwordSession(base, 'admin', PASSWORD)
-  let token = await adminSession()
-  const send = (method: string, url: string, body: unknown) =>
-    fetch(`${base}${url}`, {
-      method,
-      headers: { 'content-type': 'application/json', 'zt-session': token },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
-  const call: Call = async (method, url, body) => {
-    const res = await send(method, url, body)
-    if (res.status !== 401) return res
-    await res.arrayBuffer()
-    token = await adminSession()
-    return send(method, url, body)
+  try {
+    let token = await adminSession()
+    const send = (method: string, url: string, body: unknown) =>
+      fetch(`${base}${url}`, {
+        method,
+        headers: { 'content-type': 'application/json', 'zt-session': token },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+    const call: Call = async (method, url, body) => {
+      const res = await send(method, url, body)
+      if (res.status !== 401) return res
+      await res.arrayBuffer()
+      token = await adminSession()
+      return send(method, url, body)
+    }
+    await seedSigners(call, options.signers ?? 0)
+    return { ...started, base, adminSession, call }
+  } catch (err) {
+    // A controller that started but could not be set up is not left running.
+    await started.stop().catch(() => {})
+    throw err
   }
-  await seedSigners(call, options.signers ?? 0)
-  return { ...started, base, adminSession, call }
 }
