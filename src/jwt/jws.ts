@@ -301,6 +301,15 @@ function missing(claims: JWTPayload, claim: string): never {
   )
 }
 
+function unexpected(claims: JWTPayload, claim: string): never {
+  throw new errors.JWTClaimValidationFailed(
+    `unexpected "${claim}" claim value`,
+    claims,
+    claim,
+    'check_failed',
+  )
+}
+
 /** A time claim's value when it has one; anything but a number is refused, as jose refuses it. */
 function numericDate(claims: JWTPayload, claim: 'iat' | 'nbf' | 'exp'): number | undefined {
   const value = claims[claim]
@@ -358,15 +367,6 @@ export function validateClaims(claims: JWTPayload, options: ClaimsSetOptions): J
     throw new errors.JWTExpired('"exp" claim timestamp check failed', claims, 'exp', 'check_failed')
   }
   return claims
-}
-
-function unexpected(claims: JWTPayload, claim: string): never {
-  throw new errors.JWTClaimValidationFailed(
-    `unexpected "${claim}" claim value`,
-    claims,
-    claim,
-    'check_failed',
-  )
 }
 
 /**
