@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, forEachStore, login, testClock } from '../helpers/app.js'
+import { makeCert } from '../helpers/certs.js'
 import type { StoreKind } from '../helpers/stores.js'
 
 const BASE = '/edge/management/v1/external-jwt-signers'
@@ -258,6 +259,87 @@ forEachStore((kind) => {
       expect(await names(app, token, q({ filter: 'name contains "k\\\\s"' }))).toEqual([
         'back\\slash',
       ])
+    })
+
+    it("filters on a certificate signer's fields and the enrollment settings, as OpenZiti lists them", async () => {
+      const { app, token } = await seeded()
+      const certs = {
+        'cert-old': await makeCert({ cn: 'Old Root', notAfter: new Date('2030-01-01T00:00:00Z') }),
+        'cert-new': await makeCert({ cn: 'New Root', notBefore: new Date('2025-06-01T00:00:00Z') }),
+      }
+      const fingerprints: Record<string, string> = {}
+      for (const [name, cert] of Object.entries(certs)) {
+        const res = await app.inject({
+          method: 'POST',
+          url: BASE,
+          headers: { 'zt-session': token },
+          payload: {
+            name,
+            enabled: true,
+            issuer: `https://${name}.example`,
+            audience: 'ziti',
+            certPem: cert.certPem,
+            kid: `${name}-kid`,
+            clientId: `${name}-client`,
+            enrollToTokenEnabled: name === 'cert-new',
+            useExternalId: name === 'cert-new',
+          },
+        })
+        expect(res.statusCode, res.body).toBe(201)
+        const read = await app.inject({
+          method: 'GET',
+          url: `${BASE}/${res.json().data.id}`,
+          headers: { 'zt-session': token },
+        })
+        fingerprints[name] = read.json().data.fingerprint
+        expect(fingerprints[name]).toMatch(/^[0-9a-f]{40}$/)
+      }
+      const sortByName = { sort: 'name asc' }
+      const filtered = (filter: string) => names(app, token, q({ filter, ...sortByName }))
+      expect(await filtered(`fingerprint = "${fingerprints['cert-new']}"`)).toEqual(['cert-new'])
+      expect(await filtered('fingerprint != null')).toEqual(['cert-new', 'cert-old'])
+      expect(await filtered('fingerprint = null and name contains "corp"')).toEqual([
+        'corp-east',
+        'corp-west',
+      ])
+      expect(await filtered('commonName = "Old Root"')).toEqual(['cert-old'])
+      expect(await filtered('commonName icontains "root"')).toEqual(['cert-new', 'cert-old'])
+      expect(await filtered('certPem contains "BEGIN CERTIFICATE"')).toEqual([
+        'cert-new',
+        'cert-old',
+      ])
+      expect(await filtered('notAfter < datetime(2031-01-01T00:00:00Z)')).toEqual(['cert-old'])
+      expect(await filtered('notBefore > datetime(2024-01-01T00:00:00Z)')).toEqual(['cert-new'])
+      expect(await filtered('clientId = "cert-old-client"')).toEqual(['cert-old'])
+      expect(await filtered('enrollToTokenEnabled')).toEqual(['cert-new'])
+      expect(await filtered('useExternalId and certPem != null')).toEqual(['cert-new'])
+      expect(await filtered('enrollToCertEnabled = false and certPem != null')).toEqual([
+        'cert-new',
+        'cert-old',
+      ])
+      expect(await filtered('targetToken = "ACCESS" and certPem != null')).toEqual([
+        'cert-new',
+        'cert-old',
+      ])
+      expect(await filtered('enrollAuthPolicyId = "default" and kid = "cert-new-kid"')).toEqual([
+        'cert-new',
+      ])
+      expect(await filtered('enrollNameClaimsSelector = "/sub" and certPem != null')).toEqual([
+        'cert-new',
+        'cert-old',
+      ])
+      expect(await filtered('enrollAttributeClaimsSelector = null and certPem != null')).toEqual([
+        'cert-new',
+        'cert-old',
+      ])
+      const page = await app.inject({
+        method: 'GET',
+        url: `${BASE}?limit=1`,
+        headers: { 'zt-session': token },
+      })
+      expect(page.json().meta.filterableFields).toEqual(
+        expect.arrayContaining(['fingerprint', 'commonName', 'notBefore', 'notAfter', 'certPem']),
+      )
     })
   })
 
