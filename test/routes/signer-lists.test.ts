@@ -267,6 +267,14 @@ forEachStore((kind) => {
         'cert-old': await makeCert({ cn: 'Old Root', notAfter: new Date('2030-01-01T00:00:00Z') }),
         'cert-new': await makeCert({ cn: 'New Root', notBefore: new Date('2025-06-01T00:00:00Z') }),
       }
+      const settings = {
+        'cert-old': { targetToken: 'ID', enrollAttributeClaimsSelector: '/groups' },
+        'cert-new': {
+          enrollToTokenEnabled: true,
+          useExternalId: true,
+          enrollNameClaimsSelector: '/email',
+        },
+      }
       const fingerprints: Record<string, string> = {}
       for (const [name, cert] of Object.entries(certs)) {
         const res = await app.inject({
@@ -281,8 +289,7 @@ forEachStore((kind) => {
             certPem: cert.certPem,
             kid: `${name}-kid`,
             clientId: `${name}-client`,
-            enrollToTokenEnabled: name === 'cert-new',
-            useExternalId: name === 'cert-new',
+            ...settings[name as keyof typeof settings],
           },
         })
         expect(res.statusCode, res.body).toBe(201)
@@ -294,44 +301,34 @@ forEachStore((kind) => {
         fingerprints[name] = read.json().data.fingerprint
         expect(fingerprints[name]).toMatch(/^[0-9a-f]{40}$/)
       }
-      const sortByName = { sort: 'name asc' }
-      const filtered = (filter: string) => names(app, token, q({ filter, ...sortByName }))
+      const jwksSigners = ['Corp-lab', 'corp-east', 'corp-west', 'partner']
+      const filtered = (filter: string) => names(app, token, q({ filter, sort: 'name asc' }))
       expect(await filtered(`fingerprint = "${fingerprints['cert-new']}"`)).toEqual(['cert-new'])
       expect(await filtered('fingerprint != null')).toEqual(['cert-new', 'cert-old'])
-      expect(await filtered('fingerprint = null and name contains "corp"')).toEqual([
-        'corp-east',
-        'corp-west',
-      ])
+      expect(await filtered('fingerprint = null')).toEqual(jwksSigners)
       expect(await filtered('commonName = "Old Root"')).toEqual(['cert-old'])
       expect(await filtered('commonName icontains "root"')).toEqual(['cert-new', 'cert-old'])
-      expect(await filtered('certPem contains "BEGIN CERTIFICATE"')).toEqual([
-        'cert-new',
-        'cert-old',
-      ])
+      // As the responses show it: "" on a JWKS signer.
+      expect(await filtered('commonName = ""')).toEqual(jwksSigners)
+      expect(await filtered('commonName between "A" and "O"')).toEqual(['cert-new'])
+      const pemLine = certs['cert-new'].certPem.split('\n')[2] ?? ''
+      expect(pemLine).toHaveLength(64)
+      expect(await filtered(`certPem contains "${pemLine}"`)).toEqual(['cert-new'])
       expect(await filtered('notAfter < datetime(2031-01-01T00:00:00Z)')).toEqual(['cert-old'])
       expect(await filtered('notBefore > datetime(2024-01-01T00:00:00Z)')).toEqual(['cert-new'])
       expect(await filtered('clientId = "cert-old-client"')).toEqual(['cert-old'])
       expect(await filtered('enrollToTokenEnabled')).toEqual(['cert-new'])
-      expect(await filtered('useExternalId and certPem != null')).toEqual(['cert-new'])
-      expect(await filtered('enrollToCertEnabled = false and certPem != null')).toEqual([
-        'cert-new',
+      expect(await filtered('enrollToTokenEnabled = false and fingerprint != null')).toEqual([
         'cert-old',
       ])
-      expect(await filtered('targetToken = "ACCESS" and certPem != null')).toEqual([
+      expect(await filtered('enrollToCertEnabled')).toEqual([])
+      expect(await filtered('targetToken = "ID"')).toEqual(['cert-old'])
+      expect(await filtered('enrollNameClaimsSelector = "/email"')).toEqual(['cert-new'])
+      expect(await filtered('enrollAttributeClaimsSelector = "/groups"')).toEqual(['cert-old'])
+      expect(await filtered('enrollAttributeClaimsSelector = "" and fingerprint != null')).toEqual([
         'cert-new',
-        'cert-old',
       ])
-      expect(await filtered('enrollAuthPolicyId = "default" and kid = "cert-new-kid"')).toEqual([
-        'cert-new',
-      ])
-      expect(await filtered('enrollNameClaimsSelector = "/sub" and certPem != null')).toEqual([
-        'cert-new',
-        'cert-old',
-      ])
-      expect(await filtered('enrollAttributeClaimsSelector = null and certPem != null')).toEqual([
-        'cert-new',
-        'cert-old',
-      ])
+      expect(await filtered('enrollAuthPolicyId != "default"')).toEqual([])
       const page = await app.inject({
         method: 'GET',
         url: `${BASE}?limit=1`,

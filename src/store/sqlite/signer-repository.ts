@@ -163,8 +163,10 @@ export const SIGNER_LIST_SPEC: ListSpec = {
     useExternalId: { column: 'use_external_id', type: 'boolean' },
     claimsProperty: { column: 'claims_property', type: 'string' },
     // A certificate signer's own fields (null on JWKS signers), as OpenZiti's list filters them.
+    // commonName and enrollAttributeClaimsSelector are plain strings upstream, "" when unset, as
+    // the responses show them: a filter compares what a client reads.
     certPem: { column: 'cert_pem', type: 'string' },
-    commonName: { column: 'common_name', type: 'string' },
+    commonName: { column: "coalesce(common_name, '')", type: 'string' },
     fingerprint: { column: 'fingerprint', type: 'string' },
     notBefore: { column: 'not_before', type: 'datetime' },
     notAfter: { column: 'not_after', type: 'datetime' },
@@ -173,7 +175,10 @@ export const SIGNER_LIST_SPEC: ListSpec = {
     enrollToTokenEnabled: { column: 'enroll_to_token_enabled', type: 'boolean' },
     enrollToCertEnabled: { column: 'enroll_to_cert_enabled', type: 'boolean' },
     enrollNameClaimsSelector: { column: 'enroll_name_claims_selector', type: 'string' },
-    enrollAttributeClaimsSelector: { column: 'enroll_attribute_claims_selector', type: 'string' },
+    enrollAttributeClaimsSelector: {
+      column: "coalesce(enroll_attribute_claims_selector, '')",
+      type: 'string',
+    },
     enrollAuthPolicyId: { column: 'enroll_auth_policy_id', type: 'string' },
     createdAt: { column: 'created_at', type: 'datetime' },
     updatedAt: { column: 'updated_at', type: 'datetime' },
