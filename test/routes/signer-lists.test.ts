@@ -7,21 +7,21 @@ import type { StoreKind } from '../helpers/stores.js'
 const BASE = '/edge/management/v1/external-jwt-signers'
 const CLIENT = '/edge/client/v1/external-jwt-signers'
 
+/** POSTs a signer as the admin whose session `token` is. */
+function postSigner(app: FastifyInstance, token: string, payload: Record<string, unknown>) {
+  return app.inject({ method: 'POST', url: BASE, headers: { 'zt-session': token }, payload })
+}
+
 /** Creates `count` enabled signers with an externalAuthUrl, named `<prefix>-<i>`. */
 async function createListed(app: FastifyInstance, token: string, prefix: string, count: number) {
   for (let i = 0; i < count; i++) {
-    const res = await app.inject({
-      method: 'POST',
-      url: BASE,
-      headers: { 'zt-session': token },
-      payload: {
-        name: `${prefix}-${i}`,
-        enabled: true,
-        issuer: `https://${prefix}-${i}.example`,
-        audience: 'ziti',
-        jwksEndpoint: `https://${prefix}-${i}.example/jwks`,
-        externalAuthUrl: `https://${prefix}-${i}.example/auth`,
-      },
+    const res = await postSigner(app, token, {
+      name: `${prefix}-${i}`,
+      enabled: true,
+      issuer: `https://${prefix}-${i}.example`,
+      audience: 'ziti',
+      jwksEndpoint: `https://${prefix}-${i}.example/jwks`,
+      externalAuthUrl: `https://${prefix}-${i}.example/auth`,
     })
     expect(res.statusCode).toBe(201)
   }
@@ -40,18 +40,13 @@ async function seeded(options: { storeKind?: StoreKind; keepOpen?: boolean } = {
   const ids: Record<string, string> = {}
   for (const s of specs) {
     clock.advance(1000)
-    const res = await app.inject({
-      method: 'POST',
-      url: BASE,
-      headers: { 'zt-session': token },
-      payload: {
-        name: s.name,
-        enabled: s.enabled,
-        issuer: `https://${s.name}.example`,
-        audience: 'ziti',
-        jwksEndpoint: `https://${s.name}.example/jwks`,
-        ...(s.auth ? { externalAuthUrl: `https://${s.name}.example/auth` } : {}),
-      },
+    const res = await postSigner(app, token, {
+      name: s.name,
+      enabled: s.enabled,
+      issuer: `https://${s.name}.example`,
+      audience: 'ziti',
+      jwksEndpoint: `https://${s.name}.example/jwks`,
+      ...(s.auth ? { externalAuthUrl: `https://${s.name}.example/auth` } : {}),
     })
     ids[s.name] = res.json().data.id
   }
@@ -239,17 +234,12 @@ forEachStore((kind) => {
     it('matches %, _ and \\ in a search value literally', async () => {
       const { app, token } = await seeded()
       for (const name of ['50%_off', '50xyoff', 'back\\slash', 'backxslash']) {
-        const res = await app.inject({
-          method: 'POST',
-          url: BASE,
-          headers: { 'zt-session': token },
-          payload: {
-            name,
-            enabled: true,
-            issuer: `https://${name.replace(/[^a-z0-9]/g, '')}.example`,
-            audience: 'ziti',
-            jwksEndpoint: 'https://idp.example/jwks',
-          },
+        const res = await postSigner(app, token, {
+          name,
+          enabled: true,
+          issuer: `https://${name.replace(/[^a-z0-9]/g, '')}.example`,
+          audience: 'ziti',
+          jwksEndpoint: 'https://idp.example/jwks',
         })
         expect(res.statusCode).toBe(201)
       }
@@ -277,20 +267,15 @@ forEachStore((kind) => {
       }
       const fingerprints: Record<string, string> = {}
       for (const [name, cert] of Object.entries(certs)) {
-        const res = await app.inject({
-          method: 'POST',
-          url: BASE,
-          headers: { 'zt-session': token },
-          payload: {
-            name,
-            enabled: true,
-            issuer: `https://${name}.example`,
-            audience: 'ziti',
-            certPem: cert.certPem,
-            kid: `${name}-kid`,
-            clientId: `${name}-client`,
-            ...settings[name as keyof typeof settings],
-          },
+        const res = await postSigner(app, token, {
+          name,
+          enabled: true,
+          issuer: `https://${name}.example`,
+          audience: 'ziti',
+          certPem: cert.certPem,
+          kid: `${name}-kid`,
+          clientId: `${name}-client`,
+          ...settings[name as keyof typeof settings],
         })
         expect(res.statusCode, res.body).toBe(201)
         const read = await app.inject({

@@ -162,9 +162,9 @@ export const SIGNER_LIST_SPEC: ListSpec = {
     enabled: { column: 'enabled', type: 'boolean' },
     useExternalId: { column: 'use_external_id', type: 'boolean' },
     claimsProperty: { column: 'claims_property', type: 'string' },
-    // A certificate signer's own fields (null on JWKS signers), as OpenZiti's list filters them.
+    // A certificate signer's own fields (unset on JWKS signers), as OpenZiti's list filters them.
     // commonName and enrollAttributeClaimsSelector are plain strings upstream, "" when unset, as
-    // the responses show them: a filter compares what a client reads.
+    // the responses show them: a filter compares what a client reads (the others are null).
     certPem: { column: 'cert_pem', type: 'string' },
     commonName: { column: "coalesce(common_name, '')", type: 'string' },
     fingerprint: { column: 'fingerprint', type: 'string' },
