@@ -26,7 +26,14 @@ import { type LoginNotices, NOTICE_ID, recordLogins } from './login-batch.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
 import { CHANNEL, ChangeListener } from './notifications.js'
-import { conflictError, mayRetry, type RetryPolicy, retryableCode, retryingPool } from './retry.js'
+import {
+  conflictError,
+  isStalePlan,
+  mayRetry,
+  type RetryPolicy,
+  retryableCode,
+  retryingPool,
+} from './retry.js'
 import { PgSessionRepository } from './session-repository.js'
 import { PgSignerRepository } from './signer-repository.js'
 
@@ -61,6 +68,13 @@ export interface OpenPgOptions {
   underLock?: (store: Store) => Promise<void>
 }
 
+/** A unit of work's statement met a plan gone stale on its connection (see isStalePlan). */
+class StalePlan extends Error {
+  constructor(override readonly cause: unknown) {
+    super('prepared statement gone stale')
+  }
+}
+
 /** The PostgreSQL store: a pool per instance, units of work on one client, changes by NOTIFY. */
 export class PgStore implements Store {
   readonly kind = 'postgres'
@@ -71,6 +85,8 @@ export class PgStore implements Store {
   private readonly loginNotices: LoginNotices
   /** Work the server rolled back for a deadlock runs again: see ./retry.ts. */
   private readonly retry: RetryPolicy
+  /** Connections in the pool, at most (a unit of work meets a stale plan on at most as many). */
+  private readonly poolSize: number
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -78,6 +94,7 @@ export class PgStore implements Store {
     log: OpenPgOptions['log'],
   ) {
     this.listener = new ChangeListener(settings, randomUUID(), log)
+    this.poolSize = settings.poolSize
     this.loginNotices = {
       channel: CHANNEL,
       opened: this.listener.payload(SESSIONS_CHANGED),
@@ -157,6 +174,25 @@ export class PgStore implements Store {
     begin: string,
     work: (client: pg.PoolClient) => Promise<{ result: T; commit: string }>,
   ): Promise<T> {
+    // A plan gone stale (isStalePlan) is the connection's, not the work's: the work runs again on
+    // another. Each connection it failed on is dropped, so within one more attempt than the pool
+    // has connections it meets one that prepares its statements anew.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.onOneClient(begin, work)
+      } catch (err) {
+        if (!(err instanceof StalePlan) || attempt > this.poolSize) {
+          throw mapPgError(err instanceof StalePlan ? err.cause : err)
+        }
+      }
+    }
+  }
+
+  /** onClient on one pooled connection (throws StalePlan when its plans went stale). */
+  private async onOneClient<T>(
+    begin: string,
+    work: (client: pg.PoolClient) => Promise<{ result: T; commit: string }>,
+  ): Promise<T> {
     let client: pg.PoolClient
     try {
       client = await this.pool.connect()
@@ -184,6 +220,10 @@ export class PgStore implements Store {
           await client.query('ROLLBACK').catch(() => {
             broken = true
           })
+          if (!broken && isStalePlan(err, true)) {
+            broken = true // dropped: its prepared statements would fail again
+            throw new StalePlan(err)
+          }
           // A deadlock or serialization failure rolled it all back: the work runs again whole,
           // on the same connection (each run gathers its own notifications).
           const sqlstate = retryableCode(err)

@@ -79,12 +79,42 @@ export async function retrying<T>(policy: RetryPolicy, attempt: () => Promise<T>
 }
 
 /**
+ * Whether a named statement failed because the connection prepared it before its tables changed
+ * shape: a later release's migration, run while this instance still serves (a rolling upgrade),
+ * changed the type or collation of a column it reads. The server then refuses every execution of
+ * it on that connection ('cached plan must not change result type', SQLSTATE 0A000); the same text
+ * planned anew runs. The code alone decides (the message follows the server's language): a
+ * statement that fails with it for another reason fails the same way again.
+ */
+export function isStalePlan(err: unknown, named: boolean): boolean {
+  return named && err instanceof Error && 'code' in err && err.code === '0A000'
+}
+
+/** A statement's config without its name: parsed and planned anew, not prepared. */
+function unnamed(statement: unknown): unknown {
+  if (typeof statement !== 'object' || statement === null || !('name' in statement))
+    return statement
+  const { name: _, ...rest } = statement as { name: unknown }
+  return rest
+}
+
+/**
  * The pool as repositories query it outside a unit of work (promises only, as they call it): each
- * statement is its own transaction, so one the server rolled back runs again (see `retrying`).
+ * statement is its own transaction, so one the server rolled back runs again (see `retrying`). A
+ * named statement whose plan went stale (isStalePlan) runs once more unnamed; the pool has dropped
+ * the connection it failed on (it drops every connection a statement failed on).
  */
 export function retryingPool(pool: pg.Pool, policy: RetryPolicy): Queryable {
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>
+  const once = async (args: unknown[]) => {
+    try {
+      return await query(...args)
+    } catch (err) {
+      if (!isStalePlan(err, unnamed(args[0]) !== args[0])) throw err
+      return query(unnamed(args[0]), ...args.slice(1))
+    }
+  }
   return {
-    query: ((...args: unknown[]) => retrying(policy, () => query(...args))) as pg.Pool['query'],
+    query: ((...args: unknown[]) => retrying(policy, () => once(args))) as pg.Pool['query'],
   }
 }

@@ -32,8 +32,11 @@ function toRecord(r: SessionRow): SessionRecord {
   }
 }
 
-const INSERT_MANY = `INSERT INTO api_sessions (id, token_hash, legacy_token, identity_id,
-    authenticator_id, ip_address, created_at, updated_at, last_activity_at, expires_at, hard_expires_at)
+/** Every column this release reads, named: as the signers' (a later release may add one). */
+const COLUMNS = `id, token_hash, legacy_token, identity_id, authenticator_id, ip_address, created_at,
+  updated_at, last_activity_at, expires_at, hard_expires_at`
+
+const INSERT_MANY = `INSERT INTO api_sessions (${COLUMNS})
   SELECT * FROM unnest($1::text[], $2::bytea[], $3::boolean[], $4::text[], $5::text[], $6::text[],
     $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[])`
 /** Persistence of API sessions on PostgreSQL. */
@@ -74,13 +77,13 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {
-    const sql = 'SELECT * FROM api_sessions WHERE id = $1'
+    const sql = `SELECT ${COLUMNS} FROM api_sessions WHERE id = $1`
     const row = (await this.run(sql, [id], 'session-by-id')).rows[0] as SessionRow | undefined // api_sessions columns
     return row ? toRecord(row) : undefined
   }
 
   async getLegacyByTokenHash(hash: Buffer): Promise<SessionRecord | undefined> {
-    const sql = 'SELECT * FROM api_sessions WHERE token_hash = $1 AND legacy_token'
+    const sql = `SELECT ${COLUMNS} FROM api_sessions WHERE token_hash = $1 AND legacy_token`
     const row = (await this.run(sql, [hash], 'session-by-legacy-hash')).rows[0] as
       | SessionRow
       | undefined // api_sessions columns
@@ -128,7 +131,8 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   async all(): Promise<SessionRecord[]> {
-    return ((await this.run('SELECT * FROM api_sessions', [])).rows as SessionRow[]).map(toRecord) // api_sessions columns
+    const sql = `SELECT ${COLUMNS} FROM api_sessions`
+    return ((await this.run(sql, [])).rows as SessionRow[]).map(toRecord) // api_sessions columns
   }
 
   async identitiesWithSessions(identityIds: string[]): Promise<string[]> {

@@ -106,6 +106,11 @@ function values(s: SignerRecord): unknown[] {
   ]
 }
 
+/**
+ * Every column this release reads, named: a prepared statement of `SELECT *` would fail on an
+ * instance still running while a later release's migration adds a column ('cached plan must not
+ * change result type', until it reconnects), losing requests during a rolling upgrade.
+ */
 const COLUMNS = `id, name, enabled, issuer, audience, jwks_endpoint, cert_pem, kid, claims_property,
   use_external_id, external_auth_url, client_id, scopes, target_token, common_name, fingerprint,
   not_before, not_after, tags, created_at, updated_at, enroll_to_token_enabled,
@@ -208,24 +213,25 @@ export class PgSignerRepository implements SignerRepository {
   }
 
   async get(id: string): Promise<SignerRecord | undefined> {
-    const [row] = await this.rows('SELECT * FROM signers WHERE id = $1', [id], 'signer-by-id')
+    const sql = `SELECT ${COLUMNS} FROM signers WHERE id = $1`
+    const [row] = await this.rows(sql, [id], 'signer-by-id')
     return row ? toRecord(row) : undefined
   }
 
   async getForUpdate(id: string): Promise<SignerRecord | undefined> {
-    const sql = 'SELECT * FROM signers WHERE id = $1 FOR NO KEY UPDATE'
+    const sql = `SELECT ${COLUMNS} FROM signers WHERE id = $1 FOR NO KEY UPDATE`
     const [row] = await this.rows(sql, [id], 'signer-by-id-for-update')
     return row ? toRecord(row) : undefined
   }
 
   async getByIssuer(issuer: string): Promise<SignerRecord | undefined> {
-    const sql = 'SELECT * FROM signers WHERE issuer = $1'
+    const sql = `SELECT ${COLUMNS} FROM signers WHERE issuer = $1`
     const [row] = await this.rows(sql, [issuer], 'signer-by-issuer')
     return row ? toRecord(row) : undefined
   }
 
   async all(): Promise<SignerRecord[]> {
-    return (await this.rows('SELECT * FROM signers', [])).map(toRecord)
+    return (await this.rows(`SELECT ${COLUMNS} FROM signers`, [])).map(toRecord)
   }
 
   list(query: ListQuery): Promise<ListPage<SignerRecord>> {
