@@ -2,6 +2,7 @@ import type pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
+import { isStalePlan } from '../../src/store/postgres/retry.js'
 import { insertIdentities, sessionRecord, signerRecord } from '../helpers/records.js'
 import { connectedClient, createTestDatabase, PG_URL } from '../helpers/stores.js'
 
@@ -93,5 +94,27 @@ describe.runIf(PG_URL)('statements prepared before a later release migrates', ()
       await tx.signers.update({ ...signer, name: 'renamed' })
     })
     expect((await s.repos.signers.get('signer-1'))?.name).toBe('renamed')
+  })
+
+  it('tells a stale plan from any other statement the server does not support', async () => {
+    const url = await createTestDatabase()
+    const c = await connectedClient(url, clients)
+    await c.query('CREATE TABLE t (a integer)')
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+    const named = { name: 'read-t', text: 'SELECT * FROM t' }
+    await c.query(named)
+    await c.query('ALTER TABLE t ADD COLUMN b integer')
+    const stale = await failure(c.query(named))
+    expect(stale).toMatchObject({ code: '0A000' })
+    expect(isStalePlan(stale, true)).toBe(true)
+    expect(isStalePlan(stale, false)).toBe(false)
+    // Another 0A000: running it again, anywhere, fails the same way.
+    const unsupported = await failure(c.query('SELECT count(*) FROM t FOR UPDATE'))
+    expect(unsupported).toMatchObject({ code: '0A000' })
+    expect(isStalePlan(unsupported, true)).toBe(false)
   })
 })

@@ -83,11 +83,18 @@ export async function retrying<T>(policy: RetryPolicy, attempt: () => Promise<T>
  * shape: a later release's migration, run while this instance still serves (a rolling upgrade),
  * changed the type or collation of a column it reads. The server then refuses every execution of
  * it on that connection ('cached plan must not change result type', SQLSTATE 0A000); the same text
- * planned anew runs. The code alone decides (the message follows the server's language): a
- * statement that fails with it for another reason fails the same way again.
+ * planned anew runs. Told by the code and the server function that raised it, not the message,
+ * which follows the server's language; any other 0A000 is not run again.
  */
 export function isStalePlan(err: unknown, named: boolean): boolean {
-  return named && err instanceof Error && 'code' in err && err.code === '0A000'
+  return (
+    named &&
+    err instanceof Error &&
+    'code' in err &&
+    err.code === '0A000' &&
+    'routine' in err &&
+    err.routine === 'RevalidateCachedQuery'
+  )
 }
 
 /** A statement's config without its name: parsed and planned anew, not prepared. */
