@@ -21,9 +21,17 @@ afterEach(async () => {
   store = undefined
 })
 
-const log = { info: () => {}, warn: () => {} }
+/** What the store logged at info: one line for each statement run again on a new plan. */
+const staleRuns: string[] = []
+const log = {
+  info: (obj: object) => {
+    if ('within' in obj) staleRuns.push(String(obj.within))
+  },
+  warn: () => {},
+}
 
 async function open(url: string): Promise<Store> {
+  staleRuns.length = 0
   store = await openStore(
     { db: url, poolSize: POOL, connectTimeoutMs: 5000, statementTimeoutMs: 20_000 },
     log,
@@ -47,53 +55,85 @@ async function seeded(): Promise<{ url: string; s: Store }> {
   return { url, s }
 }
 
-/**
- * Every read that uses a named statement, on every connection of the pool at once (each of the
- * POOL concurrent rounds holds a connection of its own): outside a unit of work and within one.
- */
-async function readEverywhere(s: Store): Promise<unknown[]> {
-  // The unit of work first: on a connection whose plans went stale, nothing else ran before it.
-  const round = async () => [
-    await s.transaction(async (tx) => (await tx.signers.getForUpdate('signer-1'))?.issuer),
-    (await s.repos.signers.get('signer-1'))?.name,
-    (await s.repos.signers.getByIssuer('https://signer-1.example'))?.id,
-    (await s.repos.sessions.get('session-1'))?.identityId,
-  ]
-  return Promise.all(Array.from({ length: POOL }, round))
+/** POOL at once: each holds a connection of its own while the others run. */
+const everywhere = <T>(work: () => Promise<T>) =>
+  Promise.all(Array.from({ length: POOL }, () => work()))
+
+/** Each read of a named statement outside a unit of work. */
+const reads = async (s: Store) => [
+  (await s.repos.signers.get('signer-1'))?.issuer,
+  (await s.repos.signers.getByIssuer('https://signer-1.example'))?.id,
+  (await s.repos.sessions.get('session-1'))?.identityId,
+]
+const READ = ['https://signer-1.example', 'signer-1', 'alice']
+
+/** A unit of work that reads with a named statement, then writes: renames signer-1. */
+const rename = (s: Store, name: string) =>
+  s.transaction(async (tx) => {
+    const signer = await tx.signers.getForUpdate('signer-1')
+    if (!signer) throw new Error('signer-1 is stored')
+    await tx.signers.update({ ...signer, name })
+    return signer.issuer
+  })
+
+/** Prepares every named statement above on every connection of the pool. */
+async function prepareEverywhere(s: Store): Promise<void> {
+  expect(await everywhere(() => rename(s, 'signer-1'))).toEqual(
+    Array(POOL).fill('https://signer-1.example'),
+  )
+  expect(await everywhere(() => reads(s))).toEqual(Array(POOL).fill(READ))
 }
 
-const EXPECTED = Array.from({ length: POOL }, () => [
-  'https://signer-1.example',
-  'signer-1',
-  'signer-1',
-  'alice',
-])
+/** How many signer writes the database has counted (each bumps it once). */
+async function signerWrites(c: pg.Client): Promise<number> {
+  const { rows } = await c.query('SELECT version::int AS n FROM signer_list_version')
+  return (rows[0] as { n: number }).n
+}
 
 describe.runIf(PG_URL)('statements prepared before a later release migrates', () => {
   it('a column added to the signers and sessions under a running instance fails none of its reads', async () => {
     const { url, s } = await seeded()
-    expect(await readEverywhere(s)).toEqual(EXPECTED)
+    await prepareEverywhere(s)
     const later = await connectedClient(url, clients)
     await later.query(`ALTER TABLE signers ADD COLUMN later_field text NOT NULL DEFAULT 'x';
       ALTER TABLE api_sessions ADD COLUMN later_field integer`)
-    for (let i = 0; i < 3; i++) expect(await readEverywhere(s)).toEqual(EXPECTED)
+    for (let i = 0; i < 3; i++) {
+      expect(await everywhere(() => reads(s))).toEqual(Array(POOL).fill(READ))
+      expect(await everywhere(() => rename(s, `name ${i}`))).toHaveLength(POOL)
+    }
+    // The statements name their columns: none had to run again.
+    expect(staleRuns).toEqual([])
   })
 
-  it("a column's type or collation changed under a running instance fails none of its reads", async () => {
+  it("a column's type or collation changed under a running instance fails no read, and runs no write twice", async () => {
     const { url, s } = await seeded()
-    expect(await readEverywhere(s)).toEqual(EXPECTED)
+    await prepareEverywhere(s)
     const later = await connectedClient(url, clients)
     // As migration 018 did to two columns (their collation): the statements' result type changes.
     await later.query(`ALTER TABLE signers ALTER COLUMN claims_property TYPE varchar(200);
       ALTER TABLE api_sessions ALTER COLUMN ip_address TYPE text COLLATE "POSIX"`)
-    for (let i = 0; i < 3; i++) expect(await readEverywhere(s)).toEqual(EXPECTED)
-    // A write within a unit of work after it, on a connection that read before.
-    await s.transaction(async (tx) => {
-      const signer = await tx.signers.getForUpdate('signer-1')
-      if (!signer) throw new Error('signer-1 is stored')
-      await tx.signers.update({ ...signer, name: 'renamed' })
-    })
-    expect((await s.repos.signers.get('signer-1'))?.name).toBe('renamed')
+    // Reads first, on every connection: each runs once more unprepared, its connection dropped.
+    for (let i = 0; i < 3; i++) {
+      expect(await everywhere(() => reads(s))).toEqual(Array(POOL).fill(READ))
+    }
+    expect(staleRuns.length).toBeGreaterThan(0)
+    expect(new Set(staleRuns)).toEqual(new Set(['statement']))
+
+    // Units of work first this time: each runs again whole on another connection, and commits once.
+    await prepareEverywhere(s)
+    staleRuns.length = 0
+    await later.query('ALTER TABLE signers ALTER COLUMN claims_property TYPE varchar(300)')
+    const before = await signerWrites(later)
+    for (let i = 0; i < 3; i++) {
+      expect(await everywhere(() => rename(s, `name ${i}`))).toEqual(
+        Array(POOL).fill('https://signer-1.example'),
+      )
+    }
+    expect(await signerWrites(later)).toBe(before + 3 * POOL)
+    expect(staleRuns.length).toBeGreaterThan(0)
+    expect(new Set(staleRuns)).toEqual(new Set(['unit of work']))
+    expect((await s.repos.signers.get('signer-1'))?.name).toBe('name 2')
+    expect(await everywhere(() => reads(s))).toEqual(Array(POOL).fill(READ))
   })
 
   it('tells a stale plan from any other statement the server does not support', async () => {

@@ -111,6 +111,12 @@ export class PgStore implements Store {
           { sqlstate, attempt },
           'PostgreSQL rolled back a transaction for a deadlock or serialization failure; running it again',
         ),
+      // At most once per connection and schema change: the connection is dropped.
+      onStalePlan: (within) =>
+        log.info(
+          { within },
+          'a statement prepared before a schema change (a later release migrated) runs again on a new plan',
+        ),
     }
     this.repos = repositories(retryingPool(pool, this.retry))
   }
@@ -181,9 +187,9 @@ export class PgStore implements Store {
       try {
         return await this.onOneClient(begin, work)
       } catch (err) {
-        if (!(err instanceof StalePlan) || attempt > this.poolSize) {
-          throw mapPgError(err instanceof StalePlan ? err.cause : err)
-        }
+        if (!(err instanceof StalePlan)) throw err // mapped already
+        if (attempt > this.poolSize) throw mapPgError(err.cause)
+        this.retry.onStalePlan?.('unit of work')
       }
     }
   }

@@ -23,6 +23,8 @@ export interface RetryPolicy {
   budgetMs: number
   /** Told of each collision before the work runs again (a log line for the operator). */
   onRetry?: (sqlstate: string, attempt: number) => void
+  /** Told of each statement run again for a plan gone stale (see isStalePlan), with where it ran. */
+  onStalePlan?: (within: 'statement' | 'unit of work') => void
 }
 
 /** The SQLSTATE of an error after which the work may run again, or undefined. */
@@ -118,6 +120,7 @@ export function retryingPool(pool: pg.Pool, policy: RetryPolicy): Queryable {
       return await query(...args)
     } catch (err) {
       if (!isStalePlan(err, unnamed(args[0]) !== args[0])) throw err
+      policy.onStalePlan?.('statement')
       return query(unnamed(args[0]), ...args.slice(1))
     }
   }
