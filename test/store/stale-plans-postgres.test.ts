@@ -59,13 +59,16 @@ async function seeded(): Promise<{ url: string; s: Store }> {
 const everywhere = <T>(work: () => Promise<T>) =>
   Promise.all(Array.from({ length: POOL }, () => work()))
 
+/** signer-1's issuer (signerRecord's). */
+const ISSUER = 'https://signer-1.example'
+
 /** Each read of a named statement outside a unit of work. */
 const reads = async (s: Store) => [
   (await s.repos.signers.get('signer-1'))?.issuer,
-  (await s.repos.signers.getByIssuer('https://signer-1.example'))?.id,
+  (await s.repos.signers.getByIssuer(ISSUER))?.id,
   (await s.repos.sessions.get('session-1'))?.identityId,
 ]
-const READ = ['https://signer-1.example', 'signer-1', 'alice']
+const READ = [ISSUER, 'signer-1', 'alice']
 
 /** A unit of work that reads with a named statement, then writes: renames signer-1. */
 const rename = (s: Store, name: string) =>
@@ -78,9 +81,7 @@ const rename = (s: Store, name: string) =>
 
 /** Prepares every named statement above on every connection of the pool. */
 async function prepareEverywhere(s: Store): Promise<void> {
-  expect(await everywhere(() => rename(s, 'signer-1'))).toEqual(
-    Array(POOL).fill('https://signer-1.example'),
-  )
+  expect(await everywhere(() => rename(s, 'signer-1'))).toEqual(Array(POOL).fill(ISSUER))
   expect(await everywhere(() => reads(s))).toEqual(Array(POOL).fill(READ))
 }
 
@@ -125,9 +126,7 @@ describe.runIf(PG_URL)('statements prepared before a later release migrates', ()
     await later.query('ALTER TABLE signers ALTER COLUMN claims_property TYPE varchar(300)')
     const before = await signerWrites(later)
     for (let i = 0; i < 3; i++) {
-      expect(await everywhere(() => rename(s, `name ${i}`))).toEqual(
-        Array(POOL).fill('https://signer-1.example'),
-      )
+      expect(await everywhere(() => rename(s, `name ${i}`))).toEqual(Array(POOL).fill(ISSUER))
     }
     expect(await signerWrites(later)).toBe(before + 3 * POOL)
     expect(staleRuns.length).toBeGreaterThan(0)
