@@ -119,9 +119,10 @@ export function retryingPool(pool: pg.Pool, policy: RetryPolicy): Queryable {
     try {
       return await query(...args)
     } catch (err) {
-      if (!isStalePlan(err, unnamed(args[0]) !== args[0])) throw err
+      const fresh = unnamed(args[0])
+      if (!isStalePlan(err, fresh !== args[0])) throw err
       policy.onStalePlan?.('statement')
-      return query(unnamed(args[0]), ...args.slice(1))
+      return query(fresh, ...args.slice(1))
     }
   }
   return {
