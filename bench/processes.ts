@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, fork, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -61,7 +61,7 @@ export async function startProcess(
  * ceiling waits while its baseline runs first) stays about a quarter slower for good (README,
  * "Idle start"), and which server that hits would decide a ratio.
  */
-const BARE_OPTIONS = ['--no-memory-reducer']
+export const BARE_OPTIONS = ['--no-memory-reducer']
 
 /** A bare Fastify server (`bare-server.ts`) of its own on a free port, with `env` (`PAGE`). */
 export async function startBareServer(
@@ -78,4 +78,39 @@ export async function startBareServer(
     BARE_OPTIONS,
   )
   return { ...started, url }
+}
+
+/**
+ * A built script of the bench as a process of its own with an IPC channel (`node <options>
+ * dist/bench/<script> <args>`, PATH its only variable), whose every answer follows one message:
+ * `ask` sends one and resolves with the answer, or rejects when the process ends first.
+ */
+export function askingProcess(
+  script: string,
+  args: string[],
+): { ask: (message: unknown) => Promise<unknown>; stop: () => void } {
+  const child = fork(join(import.meta.dirname, script), args, {
+    execArgv: BARE_OPTIONS,
+    env: { PATH: process.env.PATH ?? '' },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  })
+  return {
+    ask: (message) =>
+      new Promise((resolve, reject) => {
+        const ended = (code: number | null) => {
+          child.off('message', answered)
+          reject(new Error(`${script} ended (${code}) before it answered`))
+        }
+        const answered = (answer: unknown) => {
+          child.off('exit', ended)
+          resolve(answer)
+        }
+        child.once('message', answered)
+        child.once('exit', ended)
+        child.send(message as object)
+      }),
+    stop: () => {
+      child.kill('SIGTERM')
+    },
+  }
 }

@@ -1,0 +1,19 @@
+import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose'
+import { loop } from './common.js'
+
+/**
+ * The login goal's baseline as a process of its own (`node dist/bench/jose-loop.js <jwks>`, forked
+ * by the login fixture with an IPC channel): each message is a list of tokens, verified in a
+ * sequential `jose.jwtVerify` loop with the options of the controller's signer; the answer is the
+ * checks per second. Apart from the load generator's process, neither side's garbage, timers or
+ * compiled code rides into the other's turns.
+ */
+const jwks = JSON.parse(process.argv[2] ?? '{"keys":[]}') as JSONWebKeySet
+const keys = createLocalJWKSet(jwks)
+const options = { issuer: 'https://bench.idp', audience: 'ziti', requiredClaims: ['exp'] }
+
+process.on('message', async (tokens: string[]) => {
+  let i = 0
+  const rate = await loop(() => jwtVerify(tokens[i++] as string, keys, options), tokens.length)
+  process.send?.(rate)
+})
