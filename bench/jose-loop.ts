@@ -14,6 +14,11 @@ const options = { issuer: 'https://bench.idp', audience: 'ziti', requiredClaims:
 
 process.on('message', async (tokens: string[]) => {
   let i = 0
-  const rate = await loop(() => jwtVerify(tokens[i++] as string, keys, options), tokens.length)
-  process.send?.(rate)
+  try {
+    const rate = await loop(() => jwtVerify(tokens[i++] as string, keys, options), tokens.length)
+    process.send?.({ rate })
+  } catch (err) {
+    // A token the loop refuses would make its rate meaningless: the bench stops on this answer.
+    process.send?.({ error: `token ${i - 1}: ${(err as Error).message}` })
+  }
 })

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import {
   DURATION_S,
@@ -101,8 +102,10 @@ export async function loginFixture(ctrl: Controller): Promise<LoginFixture> {
     },
     identities: create,
     rawRate: async (tokens) => {
-      baseline ??= askingProcess('jose-loop.js', [JSON.stringify(jwks)])
-      return (await baseline.ask(tokens)) as number // jose-loop.js answers checks a second
+      baseline ??= askingProcess(join(import.meta.dirname, 'jose-loop.js'), [JSON.stringify(jwks)])
+      const answer = (await baseline.ask(tokens)) as { rate: number } | { error: string }
+      if ('error' in answer) throw new Error(`the jose.jwtVerify baseline: ${answer.error}`)
+      return answer.rate
     },
     close: () => {
       baseline?.stop()

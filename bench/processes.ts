@@ -81,15 +81,15 @@ export async function startBareServer(
 }
 
 /**
- * A built script of the bench as a process of its own with an IPC channel (`node <options>
- * dist/bench/<script> <args>`, PATH its only variable), whose every answer follows one message:
- * `ask` sends one and resolves with the answer, or rejects when the process ends first.
+ * A built script as a process of its own with an IPC channel (`node <options> <script> <args>`,
+ * PATH its only variable), whose every answer follows one message: `ask` sends one and resolves
+ * with the answer, or rejects when the process ends first.
  */
 export function askingProcess(
   script: string,
   args: string[],
 ): { ask: (message: unknown) => Promise<unknown>; stop: () => void } {
-  const child = fork(join(import.meta.dirname, script), args, {
+  const child = fork(script, args, {
     execArgv: BARE_OPTIONS,
     env: { PATH: process.env.PATH ?? '' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
@@ -107,7 +107,13 @@ export function askingProcess(
         }
         child.once('message', answered)
         child.once('exit', ended)
-        child.send(message as object)
+        // A process that has ended already (its channel closed) fails the send instead.
+        child.send(message as object, (err) => {
+          if (!err) return
+          child.off('message', answered)
+          child.off('exit', ended)
+          reject(err)
+        })
       }),
     stop: () => {
       child.kill('SIGTERM')
