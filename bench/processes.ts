@@ -61,7 +61,7 @@ export async function startProcess(
  * ceiling waits while its baseline runs first) stays about a quarter slower for good (README,
  * "Idle start"), and which server that hits would decide a ratio.
  */
-export const BARE_OPTIONS = ['--no-memory-reducer']
+const BARE_OPTIONS = ['--no-memory-reducer']
 
 /** A bare Fastify server (`bare-server.ts`) of its own on a free port, with `env` (`PAGE`). */
 export async function startBareServer(
