@@ -81,9 +81,10 @@ export async function startBareServer(
 }
 
 /**
- * A built script as a process of its own with an IPC channel (`node <options> <script> <args>`,
- * PATH its only variable), whose every answer follows one message: `ask` sends one and resolves
- * with the answer, or rejects when the process ends first.
+ * A built script as a process of its own with an IPC channel (`node <options> <script> <args>`:
+ * the bare servers' options, PATH its only variable), whose every answer follows one message:
+ * `ask` sends one and resolves with the answer, or rejects when the process has ended or ends
+ * first, when it cannot start, and when another question is still unanswered (one at a time).
  */
 export function askingProcess(
   script: string,
@@ -94,25 +95,29 @@ export function askingProcess(
     env: { PATH: process.env.PATH ?? '' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   })
+  /** Why no question can be answered any more, once that is so. */
+  let gone: Error | undefined
+  /** The question waiting for its answer. */
+  let pending: { resolve: (answer: unknown) => void; reject: (err: Error) => void } | undefined
+  const fail = (err: Error) => {
+    gone ??= err
+    pending?.reject(gone)
+    pending = undefined
+  }
+  child.on('message', (answer: unknown) => {
+    pending?.resolve(answer)
+    pending = undefined
+  })
+  child.on('exit', (code, signal) => fail(new Error(`${script} ended (${code ?? signal})`)))
+  child.on('error', (err) => fail(err))
   return {
     ask: (message) =>
       new Promise((resolve, reject) => {
-        const ended = (code: number | null) => {
-          child.off('message', answered)
-          reject(new Error(`${script} ended (${code}) before it answered`))
-        }
-        const answered = (answer: unknown) => {
-          child.off('exit', ended)
-          resolve(answer)
-        }
-        child.once('message', answered)
-        child.once('exit', ended)
-        // A process that has ended already (its channel closed) fails the send instead.
+        if (gone) return reject(gone)
+        if (pending) return reject(new Error(`${script}: one question at a time`))
+        pending = { resolve, reject }
         child.send(message as object, (err) => {
-          if (!err) return
-          child.off('message', answered)
-          child.off('exit', ended)
-          reject(err)
+          if (err) fail(err)
         })
       }),
     stop: () => {

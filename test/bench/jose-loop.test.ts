@@ -9,13 +9,13 @@ const script = join(import.meta.dirname, '../../dist/bench/jose-loop.js')
 async function signer(kid: string) {
   const { privateKey, publicKey } = await generateKeyPair('RS256')
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256' }] }
-  const sign = (claims: { iss: string; aud: string }) =>
-    new SignJWT({ sub: 'someone' })
+  const sign = (claims: { iss: string; aud: string }, expires = true) => {
+    const jwt = new SignJWT({ sub: 'someone' })
       .setProtectedHeader({ alg: 'RS256', kid })
       .setIssuer(claims.iss)
       .setAudience(claims.aud)
-      .setExpirationTime('1h')
-      .sign(privateKey)
+    return (expires ? jwt.setExpirationTime('1h') : jwt).sign(privateKey)
+  }
   return { jwks, sign }
 }
 
@@ -39,12 +39,18 @@ describe("the login goal's jose.jwtVerify baseline, a process of its own", () =>
   it('answers which token failed when one does not verify as the signer would', async () => {
     const { jwks, sign } = await signer('k1')
     const good = await sign({ iss: 'https://bench.idp', aud: 'ziti' })
-    const wrongAudience = await sign({ iss: 'https://bench.idp', aud: 'someone-else' })
+    const refused = [
+      [await sign({ iss: 'https://bench.idp', aud: 'someone-else' }), /"aud"/],
+      [await sign({ iss: 'https://other.idp', aud: 'ziti' }), /"iss"/],
+      [await sign({ iss: 'https://bench.idp', aud: 'ziti' }, false), /"exp"/],
+    ] as const
     const loop = askingProcess(script, [JSON.stringify(jwks)])
     try {
-      expect(await loop.ask([good, wrongAudience])).toEqual({
-        error: expect.stringMatching(/^token 1: .*"aud"/),
-      })
+      for (const [token, claim] of refused) {
+        const answer = (await loop.ask([good, token])) as { error: string }
+        expect(answer.error).toMatch(/^token 1: /)
+        expect(answer.error).toMatch(claim)
+      }
       // and goes on answering
       expect(await loop.ask([good])).toEqual({ rate: expect.any(Number) })
     } finally {
@@ -52,10 +58,25 @@ describe("the login goal's jose.jwtVerify baseline, a process of its own", () =>
     }
   })
 
+  it('takes one question at a time', async () => {
+    const { jwks, sign } = await signer('k1')
+    const tokens = await Promise.all(
+      Array.from({ length: 20 }, () => sign({ iss: 'https://bench.idp', aud: 'ziti' })),
+    )
+    const loop = askingProcess(script, [JSON.stringify(jwks)])
+    try {
+      const first = loop.ask(tokens)
+      await expect(loop.ask(tokens)).rejects.toThrow(/one question at a time/)
+      expect(await first).toEqual({ rate: expect.any(Number) })
+    } finally {
+      loop.stop()
+    }
+  })
+
   it('rejects the question, instead of waiting for ever, when the process ends first', async () => {
     const loop = askingProcess(script, ['{not json'])
-    await expect(loop.ask(['x'])).rejects.toThrow(/ended \(1\) before it answered/)
-    // asked again once it has ended: the send fails
-    await expect(loop.ask(['x'])).rejects.toThrow(/channel closed/i)
+    await expect(loop.ask(['x'])).rejects.toThrow(/jose-loop\.js ended \(1\)/)
+    // and every question after it
+    await expect(loop.ask(['x'])).rejects.toThrow(/jose-loop\.js ended \(1\)/)
   })
 })
