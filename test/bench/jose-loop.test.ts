@@ -6,7 +6,9 @@ import { askingProcess } from '../../bench/processes.js'
 // The built script (vitest's global setup builds dist/), as the bench forks it.
 const script = join(import.meta.dirname, '../../dist/bench/jose-loop.js')
 
-async function signer(kid: string) {
+/** A key of the bench's signer: tokens signed with it, and the baseline's process that knows it. */
+async function signer() {
+  const kid = 'k1'
   const { privateKey, publicKey } = await generateKeyPair('RS256')
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256' }] }
   const sign = (claims: { iss: string; aud: string }, expires = true) => {
@@ -16,16 +18,20 @@ async function signer(kid: string) {
       .setAudience(claims.aud)
     return (expires ? jwt.setExpirationTime('1h') : jwt).sign(privateKey)
   }
-  return { jwks, sign }
+  /** `count` tokens as the bench's signer accepts them. */
+  const valid = (count: number) =>
+    Promise.all(
+      Array.from({ length: count }, () => sign({ iss: 'https://bench.idp', aud: 'ziti' })),
+    )
+  const start = () => askingProcess(script, [JSON.stringify(jwks)])
+  return { sign, valid, start }
 }
 
 describe("the login goal's jose.jwtVerify baseline, a process of its own", () => {
   it('verifies each turn of tokens and answers with the checks a second, turn after turn', async () => {
-    const { jwks, sign } = await signer('k1')
-    const tokens = await Promise.all(
-      Array.from({ length: 20 }, () => sign({ iss: 'https://bench.idp', aud: 'ziti' })),
-    )
-    const loop = askingProcess(script, [JSON.stringify(jwks)])
+    const { valid, start } = await signer()
+    const tokens = await valid(20)
+    const loop = start()
     try {
       for (let turn = 0; turn < 2; turn++) {
         const { rate } = (await loop.ask(tokens)) as { rate: number }
@@ -37,14 +43,14 @@ describe("the login goal's jose.jwtVerify baseline, a process of its own", () =>
   })
 
   it('answers which token failed when one does not verify as the signer would', async () => {
-    const { jwks, sign } = await signer('k1')
-    const good = await sign({ iss: 'https://bench.idp', aud: 'ziti' })
+    const { sign, valid, start } = await signer()
+    const [good] = await valid(1)
     const refused = [
       [await sign({ iss: 'https://bench.idp', aud: 'someone-else' }), /"aud"/],
       [await sign({ iss: 'https://other.idp', aud: 'ziti' }), /"iss"/],
       [await sign({ iss: 'https://bench.idp', aud: 'ziti' }, false), /"exp"/],
     ] as const
-    const loop = askingProcess(script, [JSON.stringify(jwks)])
+    const loop = start()
     try {
       for (const [token, claim] of refused) {
         const answer = (await loop.ask([good, token])) as { error: string }
@@ -59,11 +65,9 @@ describe("the login goal's jose.jwtVerify baseline, a process of its own", () =>
   })
 
   it('takes one question at a time', async () => {
-    const { jwks, sign } = await signer('k1')
-    const tokens = await Promise.all(
-      Array.from({ length: 20 }, () => sign({ iss: 'https://bench.idp', aud: 'ziti' })),
-    )
-    const loop = askingProcess(script, [JSON.stringify(jwks)])
+    const { valid, start } = await signer()
+    const tokens = await valid(20)
+    const loop = start()
     try {
       const first = loop.ask(tokens)
       await expect(loop.ask(tokens)).rejects.toThrow(/one question at a time/)
