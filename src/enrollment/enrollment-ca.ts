@@ -9,6 +9,7 @@ import {
 } from 'node:crypto'
 import * as x509 from '@peculiar/x509'
 import { MIN_RSA_BITS, rsaExponentRefusal } from '../jwt/key-strength.js'
+import { CsrRefused } from './refusals.js'
 
 // Node's webcrypto implements the interface @peculiar/x509 types against the DOM lib.
 const crypto = webcrypto as unknown as Parameters<typeof x509.X509CertificateGenerator.create>[1]
@@ -47,11 +48,6 @@ function csrKeyRefusal(csr: x509.Pkcs10CertificateRequest): string | undefined {
   }
   if (type === 'ed25519' || type === 'ed448') return undefined
   return `the CSR's key type ${type ?? 'unknown'} cannot be certified; use RSA, EC, Ed25519 or Ed448`
-}
-
-/** A CSR that cannot be signed: the reason is for the log and `cause.reason`. */
-export class CsrRefused extends Error {
-  override name = 'CsrRefused'
 }
 
 /** A certificate issued to an enrolling identity. */

@@ -7,9 +7,10 @@ import { JwtRejected, type VerifiedJwt } from '../jwt/verify.js'
 import type { AuthPolicyRecord, IdentityRecord, SignerRecord, Store } from '../store/contract.js'
 import { ClaimsRefused, type EnrollmentClaims, enrollmentClaims } from './claims.js'
 import type { ControllerDirectory, ControllerSummary } from './controllers.js'
-import { CsrRefused, type EnrollmentCa, type IssuedCertificate } from './enrollment-ca.js'
+import type { EnrollmentCa, IssuedCertificate } from './enrollment-ca.js'
 import {
   alreadyEnrolled,
+  CsrRefused,
   EnrollmentRefused,
   invalidToken,
   notAllowed,

@@ -1,7 +1,6 @@
 import { accessSync, constants, realpathSync, statSync } from 'node:fs'
 import { realpath, stat } from 'node:fs/promises'
 import { join, sep } from 'node:path'
-import fastifyStatic from '@fastify/static'
 import type { FastifyPluginAsync, FastifyReply, RouteHandlerMethod } from 'fastify'
 import fp from 'fastify-plugin'
 import { ConfigError } from '../config.js'
@@ -61,6 +60,9 @@ function servable(rel: string): boolean {
  */
 const pages: FastifyPluginAsync<ConsoleOptions> = async (app, o) => {
   const root = consoleRoot(o.dir)
+  // Loaded only when a console is served: about 1.5 MB of the heap a controller without one
+  // would keep for nothing.
+  const { default: fastifyStatic } = await import('@fastify/static')
   await app.register(fastifyStatic, {
     root,
     serve: false, // the route below decides what is served; sendFile does the serving
