@@ -11,8 +11,8 @@ import { setFlagsFromString } from 'node:v8'
  *   little, and handing that to helper threads costs more than it saves once the cores are busy
  *   (the main thread waits for helpers that wait for a core). Measured with 32 connections of
  *   distinct RS256 logins on 2 cores: 18% more logins a second (median of 5 pairs, each pair
- *   better), and the same list rates. A command line or NODE_OPTIONS that names the setting
- *   either way (`--parallel-scavenge` on a machine with cores to spare) keeps its own choice.
+ *   better), and the same list rates. A command line that names the setting either way
+ *   (`--parallel-scavenge` on a machine with cores to spare) keeps its own choice.
  * - `--heap-growing-percent=30`: after each full collection V8 lets the old generation grow to a
  *   multiple of what survived before it collects again, a multiple it picks itself (up to 4 on a
  *   machine with this much memory). The controller keeps about 35 MB alive (its code, the modules'
@@ -26,7 +26,10 @@ import { setFlagsFromString } from 'node:v8'
  *   50%): on that path the extra collections cost nothing measurable. They do cost where a request
  *   keeps more alive while its answer is written: the management page of 10 certificate signers
  *   (18 KB) served about 0.90 times the requests a second at 1.11 times the CPU (0.95 and 1.05
- *   with 50%). Named on the command line or in NODE_OPTIONS, the operator's own value stays.
+ *   with 50%). Named on the command line, the operator's own value stays.
+ *
+ * Node refuses both of the last two in NODE_OPTIONS ("is not allowed in NODE_OPTIONS"), so only
+ * the command line (`node <options> dist/src/server.js`) can name them.
  */
 export function v8Settings(commandLine: readonly string[]): string[] {
   const flags = ['--liftoff-only']
@@ -39,5 +42,4 @@ export function v8Settings(commandLine: readonly string[]): string[] {
   return flags
 }
 
-const nodeOptions = (process.env.NODE_OPTIONS ?? '').split(/\s+/)
-for (const flag of v8Settings([...process.execArgv, ...nodeOptions])) setFlagsFromString(flag)
+for (const flag of v8Settings(process.execArgv)) setFlagsFromString(flag)

@@ -1,12 +1,13 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { makeServerCert } from './helpers/certs.js'
 import { startServer, stopServer } from './helpers/server-process.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'ctrl-lazy-'))
-const preload = new URL('./helpers/loaded-modules.cjs', import.meta.url).pathname
+const preload = fileURLToPath(new URL('./helpers/loaded-modules.cjs', import.meta.url))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** The libraries a controller never needs unless a setting asks for what they do. */
@@ -27,12 +28,16 @@ async function loadedBy(name: string, env: Record<string, string>): Promise<stri
     LOADED_MODULES_FILE: list,
     ...env,
   })
-  const https = server.base.startsWith('https:')
-  if (!https) {
-    const res = await fetch(`${server.base}/edge/client/v1/external-jwt-signers`)
-    expect(res.status).toBe(200)
+  let code: number | null
+  try {
+    if (!server.base.startsWith('https:')) {
+      const res = await fetch(`${server.base}/edge/client/v1/external-jwt-signers`)
+      expect(res.status).toBe(200)
+    }
+  } finally {
+    code = await stopServer(server)
   }
-  expect(await stopServer(server)).toBe(0)
+  expect(code).toBe(0)
   return readFileSync(list, 'utf8').split('\n')
 }
 

@@ -59,7 +59,7 @@ async function peakHeapMb(args: string[], withSettings: boolean): Promise<number
 const DEFAULTS = ['--liftoff-only', '--no-parallel-scavenge', '--heap-growing-percent=30']
 
 describe('V8 settings of the server process', () => {
-  it('turn parallel scavenges off unless the command line or NODE_OPTIONS names them', () => {
+  it('turn parallel scavenges off unless the command line names them', () => {
     expect(v8Settings([])).toEqual(DEFAULTS)
     expect(v8Settings(['--max-semi-space-size=2', ''])).toEqual(DEFAULTS)
     for (const own of ['--parallel-scavenge', '--no-parallel-scavenge', '--parallel_scavenge']) {
@@ -80,12 +80,11 @@ describe('V8 settings of the server process', () => {
   })
 
   it('take effect in the running process: the heap stays near what is alive', async () => {
-    // Without the settings V8 lets the heap grow to several times the 25 MB kept (about 110 MB
-    // here); with them it stays near 1.3 times that (about 40 MB).
-    const without = await peakHeapMb([], false)
+    // With the settings the heap stays near 1.3 times the 25 MB kept (about 40 MB here). An
+    // operator's own growth stays in force: with 300% it grows to several times that (about
+    // 100 MB). Both factors are named, so V8's own choice (which depends on the machine's
+    // memory) plays no part.
     const settled = await peakHeapMb([], true)
-    expect(without).toBeGreaterThan(settled * 1.8)
-    // An operator's own growth stays in force.
     const own = await peakHeapMb(['--heap-growing-percent=300'], true)
     expect(own).toBeGreaterThan(settled * 1.8)
   })

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import { PAGE_CACHE_KIB } from './connection.js'
 
 /**
  * WAL checkpoints on a thread of their own.
@@ -31,6 +32,7 @@ const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.module)
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 1000 })
 db.pragma('synchronous = FULL')
+db.pragma('cache_size = -' + workerData.cacheKib)
 parentPort.on('message', (message) => {
   if (message === 'close') {
     db.close()
@@ -127,7 +129,7 @@ export class BackgroundCheckpoints {
       ((file) =>
         new Worker(PROGRAM, {
           eval: true,
-          workerData: { module: BETTER_SQLITE3, path: file },
+          workerData: { module: BETTER_SQLITE3, path: file, cacheKib: PAGE_CACHE_KIB },
           stdout: false,
           stderr: false,
         }))

@@ -20,8 +20,8 @@ export function openDatabase(path: string, log?: MigrationLog): Db {
     // the file has grown past it (every page read stays). The pages a controller reads again and
     // again (the indexes' upper levels, the last pages of the tables it appends to) fit in far
     // less; the others come from the kernel's page cache, which the process's memory does not
-    // count. 4 MB took 13 MB off a busy controller's resident memory (170 against 157 MB after
-    // 50,000 logins and 300,000 mixed requests).
+    // count. 4 MB took 10 to 12 MB off a busy controller's resident memory (170 against 158 and
+    // 160 MB after 50,000 logins and 300,000 mixed requests).
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`)
     // FULL: each commit's WAL is synced before the write is acknowledged, so a signer, identity or
     // session the API answered for survives a power cut (NORMAL syncs only at checkpoints: it
