@@ -32,13 +32,11 @@ import { setFlagsFromString } from 'node:v8'
  * the command line (`node <options> dist/src/server.js`) can name them.
  */
 export function v8Settings(commandLine: readonly string[]): string[] {
+  /** Whether the command line names the setting itself (with or without a value). */
+  const names = (setting: RegExp) => commandLine.some((arg) => setting.test(arg))
   const flags = ['--liftoff-only']
-  if (!commandLine.some((arg) => /^--(no-)?parallel[-_]scavenge(=|$)/.test(arg))) {
-    flags.push('--no-parallel-scavenge')
-  }
-  if (!commandLine.some((arg) => /^--heap[-_]growing[-_]percent(=|$)/.test(arg))) {
-    flags.push('--heap-growing-percent=30')
-  }
+  if (!names(/^--(no-)?parallel[-_]scavenge(=|$)/)) flags.push('--no-parallel-scavenge')
+  if (!names(/^--heap[-_]growing[-_]percent(=|$)/)) flags.push('--heap-growing-percent=30')
   return flags
 }
 
