@@ -3,14 +3,23 @@ import type { FeedEvent, StoreChange } from '../contract.js'
 import { clientConfig, type PgSettings } from './connection.js'
 
 export const CHANNEL = 'ctrl_changes'
-const PING_INTERVAL_MS = 1000
+/**
+ * How often the connection is pinged, and how long a ping may go unanswered: a ping still waiting
+ * when the next is due means the connection is lost. A connection that went silent (the network
+ * dropping its packets, the server's backend stopped) neither fails nor delivers a notification
+ * until the driver's query timeout (the statement timeout plus a second); within that time the
+ * instance would trust caches that may have missed changes. So a change is followed within
+ * about a second even then: the last answered ping is at most one interval old, the missing one is
+ * noticed one interval later.
+ */
+export const PING_INTERVAL_MS = 500
 const MAX_BACKOFF_MS = 2000
 
 /**
  * Listens for other instances' changes on one dedicated connection. While that connection is down,
  * the instance may miss a change, so it reports `stale` at once (callers then bypass every cache)
- * and `fresh` once it listens again (callers reload their caches). A ping every second notices a
- * connection that died without a word.
+ * and `fresh` once it listens again (callers reload their caches). A ping every PING_INTERVAL_MS
+ * notices a connection that died without a word.
  */
 export class ChangeListener {
   private client: pg.Client | undefined
@@ -52,8 +61,8 @@ export class ChangeListener {
       ...clientConfig(this.settings),
       application_name: 'ext-jwt-controller-listen',
     })
-    client.on('error', () => this.lost(client))
-    client.on('end', () => this.lost(client))
+    client.on('error', () => this.lost(client, 'connection error'))
+    client.on('end', () => this.lost(client, 'connection ended'))
     client.on('notification', (msg) => this.received(msg.payload))
     try {
       await client.connect()
@@ -70,8 +79,21 @@ export class ChangeListener {
     this.backoff = 100
     const wasStale = !this.connected
     this.connected = true
+    // One ping at a time: one still unanswered when the next is due means the connection is lost
+    // (a second would only queue behind it).
+    let pinging = false
     this.timer = setInterval(() => {
-      client.query('SELECT 1').catch(() => this.lost(client))
+      if (pinging) {
+        this.lost(client, 'ping unanswered')
+        return
+      }
+      pinging = true
+      client.query('SELECT 1').then(
+        () => {
+          pinging = false
+        },
+        () => this.lost(client, 'ping failed'),
+      )
     }, PING_INTERVAL_MS)
     this.timer.unref()
     if (wasStale) this.emit({ type: 'fresh' })
@@ -89,14 +111,15 @@ export class ChangeListener {
     this.emit({ type: 'change', change: parsed.change })
   }
 
-  private lost(client: pg.Client): void {
+  private lost(client: pg.Client, reason: string): void {
     if (this.client !== client) return
     this.client = undefined
     clearInterval(this.timer)
+    // With a ping unanswered, the driver destroys the socket rather than wait for the server.
     client.end().catch(() => {})
     if (this.connected) {
       this.connected = false
-      this.log.warn({}, 'change notifications lost; caches bypassed until they are back')
+      this.log.warn({ reason }, 'change notifications lost; caches bypassed until they are back')
       this.emit({ type: 'stale' })
     }
     this.reconnect()
