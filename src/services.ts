@@ -41,6 +41,13 @@ export interface ServiceOptions {
 export async function createServices(o: ServiceOptions) {
   const { store, config, clock, log } = o
   const changes = new ChangeBus()
+  // Other instances' changes can arrive while the caches below are loaded, before followChanges
+  // hands them on (the signer keys are read now, from a read that may predate such a change): any
+  // feed event until then, a change or a lost and restored connection, means a reread at the end.
+  let heardWhileStarting = false
+  store.onFeed(() => {
+    heardWhileStarting = true
+  })
   const audit = buildAudit({ store, clock, log, retentionMs: config.auditRetentionMs })
   const policies = new AuthPolicyService(store, changes, clock, audit.audit)
   const people = buildIdentities({
@@ -109,6 +116,12 @@ export async function createServices(o: ServiceOptions) {
     log,
   })
   followChanges({ changes, store, ...signers, ...verification, sessions: people.sessions })
+  if (heardWhileStarting) {
+    // What the feed said before followChanges listened: every signer is reread (lookups wait for
+    // it) and nothing verified so far is trusted.
+    verification.cache.clear()
+    void signers.keys.reloadAll()
+  }
 
   const { sessions, identities } = people
   const { verifier } = verification
