@@ -216,8 +216,13 @@ function followChanges(o: {
   // Other instances' changes arrive on the same bus; when some may have been missed, nothing
   // cached is trusted until every cache has been reread.
   o.store.onFeed((event) => {
-    if (event.type === 'change') changes.emit({ ...event.change, remote: true })
-    else {
+    if (event.type === 'change') {
+      // An own change goes round once more, as another instance's would (rereads and drops are
+      // idempotent): the instance then holds what was stored even when the commit's answer was
+      // lost. Not a key refresh: that one ran here before it was announced.
+      if (event.own && event.change.entity === 'signer-keys') return
+      changes.emit({ ...event.change, remote: true })
+    } else {
       cache.clear()
       if (event.type === 'fresh') void keys.reloadAll()
     }

@@ -392,7 +392,11 @@ export interface UnitOfWork extends Repositories {
 
 /** What other instances did, and whether this instance can still hear about it. */
 export type FeedEvent =
-  | { type: 'change'; change: StoreChange }
+  /**
+   * A change, through another instance or (`own`) this one: this instance applied its own already,
+   * unless the commit's answer never reached it.
+   */
+  | { type: 'change'; change: StoreChange; own: boolean }
   /** Notifications may have been missed: every cache must be bypassed until `fresh`. */
   | { type: 'stale' }
   /** Listening again: caches must be reloaded once, then may be trusted. */

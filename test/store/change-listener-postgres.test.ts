@@ -1,4 +1,3 @@
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net'
 import pg from 'pg'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { FeedEvent, StoreChange } from '../../src/store/contract.js'
@@ -7,69 +6,16 @@ import {
   ChangeListener,
   PING_INTERVAL_MS,
 } from '../../src/store/postgres/notifications.js'
+import { PgProxy } from '../helpers/pg-proxy.js'
 import { createTestDatabase, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
 // The listening connection can go silent rather than fail: the network drops its packets, or the
 // server's backend stops. Neither an error nor a notification arrives; only the ping tells.
 
-/**
- * A TCP proxy on 127.0.0.1 in front of the PostgreSQL server. `freeze` stops forwarding on every
- * connection open now, both ways, and keeps their sockets open: to the client, a server that went
- * silent. Connections made later are forwarded as before.
- */
-class FreezingProxy {
-  private readonly pairs: [Socket, Socket][] = []
-  readonly server: Server
-
-  constructor(target: { host: string; port: number }) {
-    this.server = createServer((client) => {
-      const upstream = tcpConnect(target.port, target.host)
-      client.pipe(upstream)
-      upstream.pipe(client)
-      const close = () => {
-        client.destroy()
-        upstream.destroy()
-      }
-      client.on('error', close).on('close', close)
-      upstream.on('error', close).on('close', close)
-      this.pairs.push([client, upstream])
-    })
-  }
-
-  async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve))
-    const address = this.server.address()
-    if (address === null || typeof address === 'string') throw new Error('no TCP address')
-    return address.port
-  }
-
-  freeze(): number {
-    const open = this.pairs.splice(0)
-    for (const [client, upstream] of open) {
-      client.unpipe(upstream)
-      upstream.unpipe(client)
-      client.pause()
-      upstream.pause()
-    }
-    this.frozen.push(...open)
-    return open.length
-  }
-
-  private readonly frozen: [Socket, Socket][] = []
-
-  async close(): Promise<void> {
-    for (const [client, upstream] of [...this.pairs, ...this.frozen]) {
-      client.destroy()
-      upstream.destroy()
-    }
-    await new Promise((resolve) => this.server.close(resolve))
-  }
-}
-
 describe.skipIf(!PG_URL)('the change listener on a silent connection (PostgreSQL)', () => {
   let url: string
-  let proxy: FreezingProxy | undefined
+  let proxy: PgProxy | undefined
   let listener: ChangeListener | undefined
   let admin: pg.Client | undefined
   beforeAll(async () => {
@@ -84,16 +30,13 @@ describe.skipIf(!PG_URL)('the change listener on a silent connection (PostgreSQL
 
   /** A listener connected through a new proxy, recording what it reports and logs at warn. */
   async function listening() {
-    const target = new URL(url)
-    proxy = new FreezingProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    const via = new URL(url)
-    via.hostname = '127.0.0.1'
-    via.port = String(await proxy.listen())
+    proxy = new PgProxy(new URL(url))
+    const via = await proxy.start()
     const events: (FeedEvent & { at: number })[] = []
     const warnings: object[] = []
     listener = new ChangeListener(
       // A statement timeout far past the bound under test: only the ping can notice in time.
-      { url: via.toString(), poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 20_000 },
+      { url: via, poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 20_000 },
       'this-instance',
       { warn: (obj) => warnings.push(obj), info: () => {} },
     )
@@ -113,16 +56,18 @@ describe.skipIf(!PG_URL)('the change listener on a silent connection (PostgreSQL
 
   const change: StoreChange = { entity: 'signer', op: 'upsert', id: 'signer-1' }
 
-  it('hears another instance through the proxy, and not its own notifications', async () => {
+  it('hears another instance through the proxy, and its own marked as its own', async () => {
     const { listener, events, notify } = await listening()
     expect(listener.stale).toBe(false)
+    const own = { ...change, id: 'own' }
     await admin?.query('SELECT pg_notify($1, $2)', [
       CHANNEL,
-      JSON.stringify({ from: 'this-instance', change: { ...change, id: 'own' } }),
+      JSON.stringify({ from: 'this-instance', change: own }),
     ])
     await notify(change)
-    await within(2000, async () => expect(events).toHaveLength(1))
-    expect(events[0]).toMatchObject({ type: 'change', change })
+    await within(2000, async () => expect(events).toHaveLength(2))
+    expect(events[0]).toMatchObject({ type: 'change', change: own, own: true })
+    expect(events[1]).toMatchObject({ type: 'change', change, own: false })
   })
 
   it('reports stale within a second of its connection going silent, then fresh on a new one', async () => {
@@ -151,7 +96,7 @@ describe.skipIf(!PG_URL)('the change listener on a silent connection (PostgreSQL
 
   it('stays fresh while the server answers its pings, however long it listens', async () => {
     const { listener, events } = await listening()
-    await new Promise((r) => setTimeout(r, 5 * PING_INTERVAL_MS))
+    await new Promise((r) => setTimeout(r, 3 * PING_INTERVAL_MS))
     expect(listener.stale).toBe(false)
     expect(events).toEqual([])
   })

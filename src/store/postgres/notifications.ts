@@ -31,7 +31,7 @@ export class ChangeListener {
 
   constructor(
     private readonly settings: PgSettings,
-    /** This instance's id: its own notifications are already applied locally. */
+    /** This instance's id: its own notifications are marked `own`. */
     private readonly instanceId: string,
     private readonly log: {
       warn(obj: object, msg: string): void
@@ -107,8 +107,11 @@ export class ChangeListener {
     } catch {
       return
     }
-    if (parsed.from === this.instanceId || !parsed.change) return
-    this.emit({ type: 'change', change: parsed.change })
+    if (!parsed.change) return
+    // This instance's own changes come back too: applied here already when their commit answered,
+    // but a commit whose answer was lost (its connection dropped, or the driver gave up waiting
+    // while the server committed) was stored all the same, and only this tells the instance.
+    this.emit({ type: 'change', change: parsed.change, own: parsed.from === this.instanceId })
   }
 
   private lost(client: pg.Client, reason: string): void {

@@ -1,0 +1,70 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { buildTestApp, caller, login } from '../helpers/app.js'
+import { makeCert } from '../helpers/certs.js'
+import { signJwt } from '../helpers/jwt.js'
+import { PgProxy } from '../helpers/pg-proxy.js'
+import { createTestDatabase, PG_URL } from '../helpers/stores.js'
+import { within } from '../helpers/within.js'
+
+// A write whose COMMIT the server carried out but whose answer never reached the instance (its
+// connection dropped in between): the request fails, yet the change is stored. The instance that
+// made it must come to hold what was stored, as every other instance does.
+
+const SIGNERS = '/edge/management/v1/external-jwt-signers'
+const ISSUER = 'https://idp.lost-commit.example'
+
+describe.skipIf(!PG_URL)('a change whose commit answer was lost (PostgreSQL)', () => {
+  let proxy: PgProxy | undefined
+  afterEach(async () => {
+    await proxy?.close()
+    proxy = undefined
+  })
+
+  it('is followed by the instance that made it: a signer disabled is refused there too', async () => {
+    const dbPath = await createTestDatabase()
+    proxy = new PgProxy(new URL(dbPath))
+    const a = await buildTestApp({ storeKind: 'postgres', config: { dbPath: await proxy.start() } })
+    const b = await buildTestApp({ storeKind: 'postgres', config: { dbPath } })
+    const callA = caller(a, await login(a))
+    const cert = await makeCert()
+    const created = await callA('POST', SIGNERS, {
+      name: 'idp',
+      enabled: true,
+      issuer: ISSUER,
+      audience: 'ziti',
+      certPem: cert.certPem,
+      kid: 'k1',
+    })
+    expect(created.statusCode).toBe(201)
+    const signerId = created.json().data.id as string
+    const alice = (await callA('POST', '/edge/management/v1/identities', { name: 'alice' })).json()
+      .data.id as string
+    const jwt = await signJwt(
+      cert.privateKey,
+      { iss: ISSUER, aud: 'ziti', sub: alice },
+      { kid: 'k1' },
+    )
+    const loginThrough = async (app: typeof a) =>
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/edge/client/v1/authenticate?method=ext-jwt',
+          headers: { authorization: `Bearer ${jwt}` },
+        })
+      ).statusCode
+    expect(await loginThrough(a)).toBe(200)
+    await within(1000, async () => expect(await loginThrough(b)).toBe(200))
+
+    proxy.cutNextCommitAnswer()
+    const disable = await callA('PATCH', `${SIGNERS}/${signerId}`, { enabled: false })
+    expect(proxy.commitsCut).toBe(1)
+    // The instance cannot know the outcome: it says the database did not answer.
+    expect(disable.statusCode).toBe(503)
+    expect(disable.json().error.code).toBe('SERVICE_UNAVAILABLE')
+    // Stored all the same: B (told by the notification) and A refuse the signer's tokens.
+    await within(1000, async () => expect(await loginThrough(b)).toBe(401))
+    await within(1000, async () => expect(await loginThrough(a)).toBe(401))
+    const page = await callA('GET', SIGNERS)
+    expect(page.json().data.map((s: { enabled: boolean }) => s.enabled)).toEqual([false])
+  })
+})
