@@ -30,7 +30,8 @@ export async function freePort(): Promise<number> {
 
 /**
  * The configuration the README's deployment section shows: round robin, the readiness path as
- * health check, and retries (elsewhere) when a connection fails or an answer never comes.
+ * health check, and retries (elsewhere) when a connection fails, or when an answer never comes to
+ * a read (never to a write, which may have been stored: a restart that dropped one shows).
  */
 export function haproxyConfig(frontendPort: number, backendPorts: number[]): string {
   return `global
@@ -57,6 +58,8 @@ backend controllers
   http-check expect status 200
   timeout check 1s
   default-server check inter 500ms fall 2 rise 1
+  # An answer lost after the request reached an instance: only a read is sent again.
+  http-request disable-l7-retry if !METH_GET !METH_HEAD !METH_OPTIONS
 ${backendPorts.map((port, i) => `  server ctrl-${i + 1} 127.0.0.1:${port}`).join('\n')}
 `
 }
