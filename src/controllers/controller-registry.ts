@@ -68,6 +68,9 @@ export class ControllerRegistry {
   readonly filterableFields = Object.keys(CONTROLLER_LIST_SPEC.filterable)
   private id: string | undefined
   private timer: NodeJS.Timeout | undefined
+  /** The heartbeat under way, if any (`stop` waits for it). */
+  private beating: Promise<void> | undefined
+  private stopped = false
 
   constructor(private readonly o: ControllerRegistryOptions) {}
 
@@ -82,9 +85,20 @@ export class ControllerRegistry {
 
   /** Refreshes this instance's heartbeat; registers again when its row was removed meanwhile. */
   async beat(): Promise<void> {
-    if (this.id === undefined) return
-    const at = this.o.clock().toISOString()
-    if (!(await this.o.store.repos.controllers.heartbeat(this.id, at))) await this.register()
+    const id = this.id
+    if (this.stopped || id === undefined) return
+    const run = (async () => {
+      const at = this.o.clock().toISOString()
+      const beaten = await this.o.store.repos.controllers.heartbeat(id, at)
+      // Not after `stop` (the instance left the list) or `moveTo` (registered under its new name).
+      if (!beaten && !this.stopped && this.id === id) await this.register()
+    })()
+    this.beating = run
+    try {
+      await run
+    } finally {
+      if (this.beating === run) this.beating = undefined
+    }
   }
 
   /**
@@ -99,10 +113,15 @@ export class ControllerRegistry {
     await this.register()
   }
 
-  /** Stops beating and leaves the list (call before the store closes). */
+  /**
+   * Stops beating and leaves the list (call before the store closes). A heartbeat under way ends
+   * first: one that found no row would otherwise register the instance again after it left.
+   */
   async stop(): Promise<void> {
     clearInterval(this.timer)
     this.timer = undefined
+    this.stopped = true
+    await this.beating?.catch(() => {})
     const id = this.id
     this.id = undefined
     if (id !== undefined) await this.o.store.repos.controllers.delete(id)

@@ -76,6 +76,36 @@ describe('the controllers registry', () => {
     })
   })
 
+  it('leaves the list for good when it stops during a heartbeat, whichever reaches the store first', async () => {
+    for (const stopFirst of [true, false]) {
+      const store = await openTestStore('sqlite')
+      onTestFinished(() => store.close())
+      const clock = testClock()
+      const registry = await instance(store, clock, 'leaving')
+      // The heartbeat waits at the store until let through; the stop's removal may come first.
+      const repo = store.repos.controllers
+      const heartbeat = repo.heartbeat.bind(repo)
+      let letThrough = () => {}
+      const gate = new Promise<void>((resolve) => {
+        letThrough = resolve
+      })
+      repo.heartbeat = async (id, at) => {
+        await gate
+        return heartbeat(id, at)
+      }
+      const beating = registry.beat()
+      if (stopFirst) {
+        // As before this was fixed: the row removed while the heartbeat is on its way.
+        const row = (await registry.list({})).items[0] as { id: string }
+        await repo.delete(row.id)
+      }
+      const stopping = registry.stop()
+      letThrough()
+      await Promise.all([beating, stopping])
+      expect((await registry.list({})).items).toEqual([])
+    }
+  })
+
   describe.skipIf(!PG_URL)('on one PostgreSQL database', () => {
     /** Two stores on one database: two instances, each with its own pool. */
     async function twoStores(): Promise<[Store, Store]> {
