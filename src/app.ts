@@ -256,7 +256,11 @@ function createFastify(options: BuildAppOptions, lifecycle: Lifecycle, lane: Lan
     logger,
     serverFactory: serverWithLane(
       {
-        server: options.https ? { ...options.https, ...nodeServer } : nodeServer,
+        // A TLS handshake comes before the request head, and Node gives it 120 s of its own: the
+        // headers timeout bounds it too (a connection stalled in it would also hold shutdown).
+        server: options.https
+          ? { ...options.https, ...nodeServer, handshakeTimeout: nodeServer.headersTimeout }
+          : nodeServer,
         https: options.https !== undefined,
         keepAliveTimeoutMs: Math.ceil(config.httpKeepAliveTimeoutMs),
         requestTimeoutMs: nodeServer.requestTimeout,

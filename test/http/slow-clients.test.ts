@@ -2,6 +2,7 @@ import type { Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { Config } from '../../src/config.js'
 import { buildTestApp } from '../helpers/app.js'
+import { makeServerCert } from '../helpers/certs.js'
 import { listen, rawExchange } from './raw-http.js'
 
 /** Writes `text` one byte every `everyMs` until done or the server closes the socket. */
@@ -36,6 +37,22 @@ describe('slow clients', () => {
     const port = await serve({ httpHeadersTimeoutMs: 1000, httpRequestTimeoutMs: 10_000 })
     const res = await rawExchange(port, () => {})
     expect(res.closedAfterMs).toBeLessThan(1000 + SLACK)
+  })
+
+  it('cuts a connection that never finishes its TLS handshake after the headers timeout', async () => {
+    const tls = await makeServerCert()
+    const port = await listen(
+      await buildTestApp({
+        https: { cert: Buffer.from(tls.certPem), key: Buffer.from(tls.keyPem) },
+        config: { httpHeadersTimeoutMs: 1000, httpRequestTimeoutMs: 10_000 },
+      }),
+    )
+    // Nothing sent: the server waits for a ClientHello (Node's own limit would be 120 s).
+    const silent = await rawExchange(port, () => {})
+    expect(silent.closedAfterMs).toBeLessThan(1000 + SLACK)
+    // Half a ClientHello's record header, then nothing.
+    const stalled = await rawExchange(port, (socket) => socket.write(Buffer.from([0x16, 0x03])))
+    expect(stalled.closedAfterMs).toBeLessThan(1000 + SLACK)
   })
 
   it('cuts a request whose body arrives one byte per 200 ms after the request timeout', async () => {
