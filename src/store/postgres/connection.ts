@@ -158,7 +158,11 @@ export function isUnavailable(err: unknown): boolean {
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) {
     return true
   }
-  return /timeout|terminated|Connection terminated|not queryable|ended/i.test(err.message)
+  // The last: a statement after the pool closed (a request still running when a forced shutdown
+  // closed the store).
+  return /timeout|terminated|Connection terminated|not queryable|ended|after calling end/i.test(
+    err.message,
+  )
 }
 
 /** The public field of each foreign key a request can break (PostgreSQL's default names). */
