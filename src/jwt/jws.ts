@@ -182,7 +182,11 @@ export function splitJws(token: string): CompactJws {
   const parts = token.split('.')
   // base64url text only: Node's decoders (and latin1, for the signed input) read only the low byte
   // of a wider character, so a U+0165 would pass for an "e" that jose refuses.
-  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) {
+  // Nor a length one past a whole group of four, in any part: not base64, and Node's decoder would
+  // drop that character (jose refuses it). Checked here for the signature, whose bytes no JSON
+  // reading sees: an ES384, ES512 or RSA-3072 signature is a whole number of groups, and one more
+  // character would make another string of a token already verified.
+  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part) && part.length % 4 !== 1)) {
     throw new errors.JWSInvalid('Invalid Compact JWS')
   }
   const [encodedHeader, payload, signature] = parts as [string, string, string]

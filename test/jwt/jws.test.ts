@@ -124,6 +124,21 @@ describe('verifyJwt (node:crypto signatures, jose claims) agrees with jose jwtVe
     )
   })
 
+  it('refuses a signature one character past a whole group of four, as jose does', async () => {
+    // ES384 (96 bytes) and ES512 (132) signatures are whole groups of four characters: one more
+    // would be dropped by Node's decoder and the token verify as the original.
+    for (const alg of ['ES384', 'ES512'] as const) {
+      const pair = await keyPair(alg)
+      const jwks = { keys: [pair.jwk] }
+      const token = await sign(pair, alg)
+      expect((token.split('.')[2] as string).length % 4).toBe(0)
+      expect(await same(token, jwks)).toBe(`ok ${JSON.stringify(CLAIMS)}`)
+      for (const extra of ['A', 'Q', '_']) {
+        expect(await same(`${token}${extra}`, jwks), alg).toBe('JWSInvalid')
+      }
+    }
+  })
+
   it('refuses a token with a character outside base64url, even one whose low byte is one', async () => {
     const rs = await keyPair('RS256')
     const jwks = { keys: [rs.jwk] }
