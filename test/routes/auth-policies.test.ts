@@ -268,8 +268,8 @@ forEachStore(() => {
       expect(ok.statusCode).toBe(201)
       const id = ok.json().data.id
       const refused = [
-        await sendJson(app, token, 'POST', POLICIES, body(deepJson(5000))),
-        await sendJson(app, token, 'PUT', `${POLICIES}/${id}`, body(deepJson(5000))),
+        await sendJson(app, token, 'POST', POLICIES, body(deepJson(40))),
+        await sendJson(app, token, 'PUT', `${POLICIES}/${id}`, body(deepJson(40))),
         await sendJson(app, token, 'PATCH', `${POLICIES}/${id}`, `{"tags":${deepJson(33)}}`),
       ]
       for (const res of refused) {

@@ -226,8 +226,8 @@ forEachStore(() => {
       expect(ok.statusCode).toBe(201)
       const id = ok.json().data.id
       const refused = [
-        await sendJson(app, token, 'POST', BASE, body(deepJson(5000))),
-        await sendJson(app, token, 'PUT', `${BASE}/${id}`, body(deepJson(5000))),
+        await sendJson(app, token, 'POST', BASE, body(deepJson(40))),
+        await sendJson(app, token, 'PUT', `${BASE}/${id}`, body(deepJson(40))),
         await sendJson(app, token, 'PATCH', `${BASE}/${id}`, `{"tags":${deepJson(33)}}`),
       ]
       for (const res of refused) {

@@ -514,7 +514,7 @@ forEachStore(() => {
         ['POST', base],
         ['PUT', `${base}/${id}`],
       ] as const) {
-        const res = await sendJson(app, token, method, url, `{${fields(deepJson(5000))}}`)
+        const res = await sendJson(app, token, method, url, `{${fields(deepJson(40))}}`)
         expect(res.statusCode).toBe(400)
         expect(res.json().error).toMatchObject({
           code: 'COULD_NOT_VALIDATE',
