@@ -58,8 +58,20 @@ function kidsOf(jwks: JSONWebKeySet): Map<string, string> {
   return kids
 }
 
-/** Splits a fetched set into the keys that may verify signatures and those refused, with why. */
+/**
+ * The most keys a JWKS may hold. Providers publish a few (the current key, the next, the last);
+ * a megabyte of keys would be kept, screened on every fetch and scanned by every lookup of a kid.
+ */
+export const MAX_JWKS_KEYS = 100
+
+/**
+ * Splits a fetched set into the keys that may verify signatures and those refused, with why.
+ * Throws (a failed fetch: the keys fetched before stay) when the set holds more than MAX_JWKS_KEYS.
+ */
 function screen(jwks: JSONWebKeySet): { usable: JSONWebKeySet; refused: RefusedKey[] } {
+  if (jwks.keys.length > MAX_JWKS_KEYS) {
+    throw new Error(`the JWKS holds ${jwks.keys.length} keys; at most ${MAX_JWKS_KEYS} are read`)
+  }
   const refused: RefusedKey[] = []
   const keys = jwks.keys.filter((jwk) => {
     const reason = jwkRefusal(jwk)

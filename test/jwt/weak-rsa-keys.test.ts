@@ -158,6 +158,52 @@ describe('weak RSA keys in a JWKS (finding: RSA keys with a public exponent of 1
   })
 })
 
+describe('a JWKS that would cost more than it serves', () => {
+  it('refuses keys of no accepted type and RSA exponents of 2^256 or more, with their reasons', async () => {
+    const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    const base = publicKey.export({ format: 'jwk' })
+    // 2^256 + 1: odd, far above 65537, and past FIPS 186-5's bound.
+    const huge = Buffer.from(`01${'00'.repeat(31)}01`, 'hex').toString('base64url')
+    const server = await startJwksServer([
+      { kid: 'typeless' },
+      { kty: 'foo', kid: 'foo' },
+      { ...base, e: huge, kid: 'huge-e' },
+      { ...base, kid: 'ok' },
+    ])
+    const { keyStatus } = await jwksSigner(server.url)
+    await vi.waitFor(async () => {
+      const status = await keyStatus()
+      expect(status.kids).toEqual(['ok'])
+      expect(status.refusedKeys).toEqual([
+        { kid: 'typeless', reason: 'not a key type of an accepted algorithm (RSA, EC or OKP)' },
+        { kid: 'foo', reason: 'not a key type of an accepted algorithm (RSA, EC or OKP)' },
+        { kid: 'huge-e', reason: 'the RSA public exponent is 2^256 or more' },
+      ])
+    })
+  })
+
+  it('refuses a set of more than 100 keys as a failed fetch, keeping the keys it had', async () => {
+    const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    const base = publicKey.export({ format: 'jwk' })
+    const server = await startJwksServer([{ ...base, kid: 'ok' }])
+    const { call, id, keyStatus } = await jwksSigner(server.url)
+    await vi.waitFor(async () => expect((await keyStatus()).kids).toEqual(['ok']))
+    server.setKeys(Array.from({ length: 101 }, (_, i) => ({ ...base, kid: `k${i}` })))
+    const refreshed = await call('POST', `${SIGNERS}/${id}/refresh-keys`)
+    expect(refreshed.json().data).toMatchObject({
+      kids: ['ok'],
+      lastFetchError: 'the JWKS holds 101 keys; at most 100 are read',
+    })
+    // A hundred is a set like any other.
+    server.setKeys(Array.from({ length: 100 }, (_, i) => ({ ...base, kid: `k${i}` })))
+    await vi.waitFor(async () => {
+      const again = (await call('POST', `${SIGNERS}/${id}/refresh-keys`)).json().data
+      expect(again.lastFetchError).toBeNull()
+      expect(again.kids).toHaveLength(100)
+    })
+  })
+})
+
 let e3: TestCert
 let strong: TestCert
 beforeAll(async () => {
