@@ -67,19 +67,25 @@ const SPECIAL = new Set([
 ])
 const NAME_CHAR = /[A-Za-z0-9_]/
 
-/** Go's os.Getenv-style name scan after a `$` (see os.Expand): returns the name and chars consumed. */
-function shellName(s: string): [string, number] {
-  if (s[0] === '{') {
-    if (s.length > 2 && SPECIAL.has(s.charAt(1)) && s[2] === '}') return [s.charAt(1), 3]
-    for (let i = 1; i < s.length; i++) {
-      if (s[i] === '}') return i === 1 ? ['', 2] : [s.slice(1, i), i + 1]
+/**
+ * Go's os.Getenv-style name scan of the text after the `$` at `at - 1` (see os.Expand): returns the
+ * name and the characters consumed. `closeFrom(k)` is the index of the first `}` at or after `k`
+ * (-1: none), which the caller keeps between calls: a `${` without its `}` would otherwise be read
+ * to the end of the text once per `$` (Go does so: quadratic in the text's length).
+ */
+function shellName(s: string, at: number, closeFrom: (k: number) => number): [string, number] {
+  if (s[at] === '{') {
+    if (s.length - at > 2 && SPECIAL.has(s.charAt(at + 1)) && s[at + 2] === '}') {
+      return [s.charAt(at + 1), 3]
     }
-    return ['', 1]
+    const close = closeFrom(at + 1)
+    if (close < 0) return ['', 1]
+    return close === at + 1 ? ['', 2] : [s.slice(at + 1, close), close - at + 1]
   }
-  if (SPECIAL.has(s.charAt(0))) return [s.charAt(0), 1]
-  let i = 0
+  if (SPECIAL.has(s.charAt(at))) return [s.charAt(at), 1]
+  let i = at
   while (i < s.length && NAME_CHAR.test(s.charAt(i))) i++
-  return [s.slice(0, i), i]
+  return [s.slice(at, i), i - at]
 }
 
 /**
@@ -94,12 +100,22 @@ export function expandEnv(
   used?: (name: string, value: string) => void,
 ): string {
   if (!s.includes('$')) return s
+  // The first `}` at or after `searched` is `close` (-1: none), for every index up to `close`.
+  let searched = -1
+  let close = -1
+  const closeFrom = (k: number): number => {
+    if (searched < 0 || k < searched || (close >= 0 && k > close)) {
+      searched = k
+      close = s.indexOf('}', k)
+    }
+    return close
+  }
   let out = ''
   let i = 0
   for (let j = 0; j < s.length; j++) {
     if (s[j] === '$' && j + 1 < s.length) {
       out += s.slice(i, j)
-      const [name, w] = shellName(s.slice(j + 1))
+      const [name, w] = shellName(s, j + 1, closeFrom)
       if (name === '' && w === 0) out += '$'
       else if (name !== '') {
         const value = env[name]
@@ -132,6 +148,8 @@ function isMergeKey(key: unknown): boolean {
 /** The yaml package's own alias budget (its `maxAliasCount`), and a bound on expanded values. */
 export const MAX_ALIASES = 100
 export const MAX_NODES = 100_000
+/** Unset environment variables warned of, at most (see `unsetVariable`). */
+export const MAX_UNSET_WARNINGS = 100
 
 /** Ends a conversion that went over the expansion budget. */
 class ExpansionLimit extends Error {
@@ -203,6 +221,31 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       pos,
       message: `the YAML expands to more than ${MAX_ALIASES} aliases or ${MAX_NODES} values (an alias bomb?); nothing else was checked`,
     })
+  /**
+   * Warns of an unset variable once per value and name, and of the first MAX_UNSET_WARNINGS only
+   * (then once that there are more): a value read through many aliases, each naming many unset
+   * variables, would otherwise make millions of warnings.
+   */
+  const warnedUnset = new Set<string>()
+  const unsetVariable = (path: string, pos: Pos, name: string) => {
+    if (warnedUnset.size > MAX_UNSET_WARNINGS) return
+    const key = `${path}\0${name}`
+    if (warnedUnset.has(key)) return
+    warnedUnset.add(key)
+    warnings.push(
+      warnedUnset.size > MAX_UNSET_WARNINGS
+        ? {
+            path,
+            pos,
+            message: `more environment variables are not set; only the first ${MAX_UNSET_WARNINGS} are listed`,
+          }
+        : {
+            path,
+            pos,
+            message: `environment variable ${name} is not set; it expands to an empty string`,
+          },
+    )
+  }
   /** An alias resolved outside `convert` (a merge key's list), counted against the same budget. */
   const resolveCounted = (alias: Alias, path: string, pos: Pos): unknown => {
     if (++aliases > MAX_ALIASES) throw overBudget(path, pos)
@@ -286,12 +329,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
         value = expandEnv(
           value,
           env,
-          (name) =>
-            warnings.push({
-              path,
-              pos,
-              message: `environment variable ${name} is not set; it expands to an empty string`,
-            }),
+          (name) => unsetVariable(path, pos, name),
           (name, v) => substituted.set(v, name),
         )
         fromEnv = value !== written

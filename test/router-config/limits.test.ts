@@ -1,10 +1,12 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { run } from '../../src/router-config/cli.js'
 import { checkRouterConfig } from '../../src/router-config/index.js'
+import { expandEnv, MAX_UNSET_WARNINGS } from '../../src/router-config/tree.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'router-config-limits-'))
 
@@ -94,5 +96,91 @@ describe('router-config limits (finding: router-config check alias bomb and /dev
       expect(status).toBe(2)
       expect(err).toContain('not a regular file')
     }
+  })
+})
+
+/**
+ * Go's os.Expand as written (the reference router's reading, scan for scan): the name after each
+ * `$`, a `${` read up to its `}` (to the end when there is none).
+ */
+function goExpand(s: string, env: Record<string, string | undefined>): string {
+  const special = '*#$@!?-0123456789'
+  const name = (t: string): [string, number] => {
+    if (t[0] === '{') {
+      if (t.length > 2 && special.includes(t.charAt(1)) && t[2] === '}') return [t.charAt(1), 3]
+      for (let i = 1; i < t.length; i++)
+        if (t[i] === '}') return i === 1 ? ['', 2] : [t.slice(1, i), i + 1]
+      return ['', 1]
+    }
+    if (special.includes(t.charAt(0))) return [t.charAt(0), 1]
+    let i = 0
+    while (i < t.length && /[A-Za-z0-9_]/.test(t.charAt(i))) i++
+    return [t.slice(0, i), i]
+  }
+  let out = ''
+  let i = 0
+  for (let j = 0; j < s.length; j++) {
+    if (s[j] === '$' && j + 1 < s.length) {
+      out += s.slice(i, j)
+      const [n, w] = name(s.slice(j + 1))
+      if (n === '' && w === 0) out += '$'
+      else if (n !== '') out += env[n] ?? ''
+      j += w
+      i = j + 1
+    }
+  }
+  return out + s.slice(i)
+}
+
+describe('environment variables in router configurations', () => {
+  it('expand as Go reads them, for any text of dollars, braces and names', () => {
+    const env = { A: 'x', AB: '$A', '1': 'one', B_2: '}' }
+    fc.assert(
+      fc.property(
+        fc
+          .array(fc.constantFrom('$', '{', '}', 'A', 'B', '_', '2', '1', '*', ' ', 'x'), {
+            maxLength: 30,
+          })
+          .map((cs) => cs.join('')),
+        (text) => {
+          expect(expandEnv(text, env, () => {})).toBe(goExpand(text, env))
+        },
+      ),
+      { numRuns: 5000 },
+    )
+  })
+
+  it('read a megabyte of dollar-brace openings without a closing brace in one pass', () => {
+    // Scan for scan as Go reads it (each opening read to the end of the text), that megabyte took
+    // about 14 minutes, a synchronous loop no test timeout interrupts: it runs in a process of its
+    // own (the built checker), which must end by itself, long before the deadline. Go drops an
+    // opening without its closing brace.
+    const script = `
+      const { checkRouterConfig } = await import('./dist/src/router-config/index.js')
+      const { expandEnv } = await import('./dist/src/router-config/tree.js')
+      const text = '$'.concat('{').repeat(512 * 1024)
+      const r = checkRouterConfig('v: 3\\nx: ' + JSON.stringify(text) + '\\n', {})
+      process.stdout.write(JSON.stringify([expandEnv(text, {}, () => {}), r.errors.map((e) => e.message)]))`
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      timeout: 60_000,
+      encoding: 'utf8',
+    })
+    expect(child.signal).toBeNull()
+    expect(child.status).toBe(0)
+    const [expanded, errors] = JSON.parse(child.stdout) as [string, string[]]
+    expect(expanded).toBe('')
+    // Checked as any file: what it lacks (identity, ctrl), no expansion budget.
+    expect(errors.length).toBeGreaterThan(0)
+    expect(errors).not.toContainEqual(expect.stringMatching(/expands/))
+  })
+
+  it('warn of each unset variable once per value, and of a hundred at most', () => {
+    const names = Array.from({ length: 300 }, (_, i) => `$UNSET_${i}`).join(' ')
+    const file = `v: 3\ntransport:\n  a: &s "$REPEATED$REPEATED ${names}"\n  b: [${Array(99).fill('*s').join(', ')}]\n`
+    const r = checkRouterConfig(file, {})
+    const unset = r.warnings.filter((w) => /environment variable/.test(w.message))
+    expect(unset).toHaveLength(MAX_UNSET_WARNINGS + 1)
+    expect(unset.filter((w) => w.message.includes('REPEATED'))).toHaveLength(1)
+    expect(unset.at(-1)?.message ?? '').toMatch(/more environment variables are not set/)
   })
 })
