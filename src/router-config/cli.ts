@@ -84,7 +84,7 @@ export function run(
   const valid = errors.length === 0
   if (flags.json) {
     const body: Record<string, unknown> = { valid, errors, warnings }
-    if (flags.print) body.config = result.config ?? null
+    if (flags.print) body.config = result.printable ?? null
     out(`${JSON.stringify(body, null, 2)}\n`)
   } else {
     const line = (kind: string) => (p: Problem) =>
@@ -92,7 +92,7 @@ export function run(
     // Problems go to stdout, unless stdout carries the printed configuration.
     const report = flags.print ? err : out
     for (const p of [...errors.map(line('error')), ...warnings.map(line('warning'))]) report(p)
-    if (flags.print && result.config) out(stringify(result.config))
+    if (flags.print && result.printable) out(stringify(result.printable))
   }
   return valid ? 0 : 1
 }

@@ -23,6 +23,11 @@ export type { RouterConfig } from './types.js'
 export interface CheckResult {
   /** The effective configuration with defaults; undefined when the file is not a YAML map. */
   config: RouterConfig | undefined
+  /**
+   * The same with each value of 8 characters or more taken from the environment shown as
+   * `${NAME}`, as the problems show them: what `--print` prints.
+   */
+  printable: RouterConfig | undefined
   errors: Problem[]
   warnings: Problem[]
 }
@@ -153,28 +158,35 @@ const byPlace = (a: Problem, b: Problem) => a.line - b.line || a.column - b.colu
 const MIN_HIDDEN_LENGTH = 8
 
 /**
- * The messages with each value the file took from the environment shown as `${NAME}` instead, when
- * it is long enough to be a credential: a check run in CI on a file it does not trust must not
- * print the runner's secrets (`endpoint: $AWS_SECRET_ACCESS_KEY` quoted in an error). A value is
- * hidden as it is and as a JSON string shows it (messages quote some values that way).
+ * Text with each value the file took from the environment shown as `${NAME}` instead, when it is
+ * long enough to be a credential: a check run in CI on a file it does not trust must not print the
+ * runner's secrets (`endpoint: $AWS_SECRET_ACCESS_KEY` quoted in an error, or copied into an
+ * ignored key of the printed configuration). A value is hidden as it is and as a JSON string shows
+ * it (messages quote some values that way). Undefined when nothing is to be hidden.
  */
-function hideSubstituted(
-  problems: Problem[],
+function substitutedHider(
   substituted: Map<string, string> | undefined,
-): Problem[] {
+): ((text: string) => string) | undefined {
   const hidden = new Map<string, string>()
   for (const [value, name] of substituted ?? []) {
     if (value.length < MIN_HIDDEN_LENGTH) continue
     hidden.set(value, `\${${name}}`)
     hidden.set(JSON.stringify(value).slice(1, -1), `\${${name}}`)
   }
-  if (hidden.size === 0) return problems
+  if (hidden.size === 0) return undefined
   // The longest first, so that a value holding another is hidden whole.
   const values = [...hidden.keys()].sort((a, b) => b.length - a.length)
-  return problems.map((p) => ({
-    ...p,
-    message: values.reduce((m, v) => m.replaceAll(v, hidden.get(v) ?? ''), p.message),
-  }))
+  return (text) => values.reduce((t, v) => t.replaceAll(v, hidden.get(v) ?? ''), text)
+}
+
+/** Every string of a configuration (values and keys) through `hide`. */
+function hideIn(value: unknown, hide: (text: string) => string): unknown {
+  if (typeof value === 'string') return hide(value)
+  if (Array.isArray(value)) return value.map((v) => hideIn(v, hide))
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [hide(k), hideIn(v, hide)]))
+  }
+  return value
 }
 
 /**
@@ -206,9 +218,13 @@ export function checkRouterConfig(
   } catch (err) {
     c.error('', { line: 1, column: 1 }, `internal error while checking: ${caughtMessage(err)}`)
   }
+  const hide = substitutedHider(substituted)
+  const shownProblems = (problems: Problem[]) =>
+    hide ? problems.map((p) => ({ ...p, message: hide(p.message) })) : problems
   return {
     config,
-    errors: hideSubstituted(c.errors.sort(byPlace), substituted),
-    warnings: hideSubstituted(c.warnings.sort(byPlace), substituted),
+    printable: hide && config ? (hideIn(config, hide) as RouterConfig) : config,
+    errors: shownProblems(c.errors.sort(byPlace)),
+    warnings: shownProblems(c.warnings.sort(byPlace)),
   }
 }

@@ -669,4 +669,21 @@ describe('values from the environment in messages', () => {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as the message shows it
     expect(braced.errors[0]?.message).toContain('${MY-KEY}')
   })
+
+  it('shows a long substituted value by its variable in the printed configuration too', () => {
+    const secret = 'AKIAVERYSECRETVALUE123'
+    const env = { SECRET_TOKEN: secret, HOST: 'ctrl.example.com' }
+    // An ignored key of a section that keeps unknown keys, and a known value.
+    const yaml = BASE.replace('tls:ctrl.example.com:6262', 'tls:$HOST:6262').concat(
+      'edge:\n  foo: $SECRET_TOKEN\n',
+    )
+    const result = run(yaml, env)
+    expect(JSON.stringify(result.config)).toContain(secret) // the configuration itself is as read
+    const printed = JSON.stringify(result.printable)
+    expect(printed).not.toContain(secret)
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as it is printed
+    expect(printed).toContain('${SECRET_TOKEN}')
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as it is printed
+    expect(result.printable?.ctrl).toEqual({ ...result.config?.ctrl, endpoint: 'tls:${HOST}:6262' })
+  })
 })
