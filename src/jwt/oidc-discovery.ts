@@ -62,10 +62,17 @@ export async function discoverSigner(
   if (!isJsonObject(doc)) throw refuse(issuer, 'the discovery document is not a JSON object')
   const { issuer: named, jwks_uri: jwks, authorization_endpoint: auth } = doc
   if (named !== issuer) {
-    throw refuse(
-      issuer,
-      `the discovery document names issuer ${JSON.stringify(named)}, not exactly this one`,
-    )
+    // What the document names, as a short string only: it is the provider's (or whoever answered
+    // at that address), and a huge or deeply nested value has no place in an error.
+    const shown =
+      typeof named === 'string' && named.length <= MAX_URL
+        ? `issuer ${JSON.stringify(named)}`
+        : named === undefined
+          ? 'no issuer'
+          : typeof named === 'string'
+            ? `an issuer of ${named.length} characters`
+            : `an issuer that is not a string (${named === null ? 'null' : Array.isArray(named) ? 'an array' : typeof named})`
+    throw refuse(issuer, `the discovery document names ${shown}, not exactly this one`)
   }
   if (typeof jwks !== 'string' || jwks === '' || jwks.length > MAX_URL) {
     throw refuse(issuer, `the discovery document has no jwks_uri of 1 to ${MAX_URL} characters`)

@@ -90,6 +90,19 @@ describe('signer set-up from OpenID discovery', () => {
       body: JSON.stringify({ issuer: 'https://idp.example/realms/x', jwks_uri: `${other.base}/j` }),
     })
     expectIssuerRefused(await discover({ issuer: `${other.base}/realms/x` }), 'names issuer')
+
+    // A deeply nested or huge issuer in the document: refused with 400 saying what it is, not a
+    // 500 (quoting it overflowed the stack) nor a megabyte quoted back.
+    const nested = `${'['.repeat(200_000)}${']'.repeat(200_000)}`
+    other.respond({ body: `{"issuer":${nested},"jwks_uri":"${other.base}/j"}` })
+    const deep = await discover({ issuer: `${other.base}/realms/x` })
+    expectIssuerRefused(deep, 'names an issuer that is not a string (an array)')
+    other.respond({
+      body: JSON.stringify({ issuer: 'x'.repeat(500_000), jwks_uri: `${other.base}/j` }),
+    })
+    const huge = await discover({ issuer: `${other.base}/realms/x` })
+    expectIssuerRefused(huge, 'names an issuer of 500000 characters')
+    expect(huge.body.length).toBeLessThan(2000)
   })
 
   it('refuses an issuer with a query, a fragment or user info without fetching (SSRF ranges finding)', async () => {
