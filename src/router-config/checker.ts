@@ -33,14 +33,18 @@ function distance(a: string, b: string): number {
 export function suggest(key: string, known: readonly string[]): string | undefined {
   let best: string | undefined
   let bestD = Number.POSITIVE_INFINITY
+  const within = Math.max(2, Math.floor(key.length / 4))
   for (const k of known) {
+    // The lengths' difference is a lower bound of the distance: a key far longer than any known
+    // one (a merged or aliased key of a megabyte) is never compared letter by letter.
+    if (Math.abs(key.length - k.length) > within) continue
     const d = k.toLowerCase() === key.toLowerCase() ? 0 : distance(key, k)
     if (d < bestD) {
       best = k
       bestD = d
     }
   }
-  return bestD <= Math.max(2, Math.floor(key.length / 4)) ? best : undefined
+  return bestD <= within ? best : undefined
 }
 
 export const join = (path: string, key: string | number) =>

@@ -249,7 +249,11 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   /** An alias resolved outside `convert` (a merge key's list), counted against the same budget. */
   const resolveCounted = (alias: Alias, path: string, pos: Pos): unknown => {
     if (++aliases > MAX_ALIASES) throw overBudget(path, pos)
-    return alias.resolve(doc)
+    const target = alias.resolve(doc)
+    if (target === undefined) {
+      errors.push({ path, pos, message: `alias *${alias.source} names no anchor before it` })
+    }
+    return target
   }
   // Takes unknown: the yaml package types pair keys, values and items as unknown; its guards narrow.
   const convert = (node: unknown, path: string, fallback: Pos, depth: number): TNode => {
@@ -261,7 +265,16 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
     }
     if (++nodes > MAX_NODES || (isAlias(node) && ++aliases > MAX_ALIASES))
       throw overBudget(path, pos)
-    if (isAlias(node)) return convert(node.resolve(doc), path, pos, depth + 1)
+    if (isAlias(node)) {
+      const target = node.resolve(doc)
+      // The yaml package reads an alias of no anchor (or of one defined after it) as null; the
+      // reference router's YAML library refuses the file.
+      if (target === undefined) {
+        errors.push({ path, pos, message: `alias *${node.source} names no anchor before it` })
+        return { kind: 'scalar', pos, value: null, quoted: false }
+      }
+      return convert(target, path, pos, depth + 1)
+    }
     if (isMap(node)) {
       const entries = new Map<string, { keyPos: Pos; value: TNode }>()
       /** Where each key was written in this map itself (merged keys are not duplicates). */
@@ -276,6 +289,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
           // `<<: *a` or `<<: [*a, *b]`: each map's keys are this map's own, paths included; of
           // a list, the earlier map wins (yaml.v2 merges it last).
           const value = isAlias(pair.value) ? resolveCounted(pair.value, path, keyPos) : pair.value
+          if (value === undefined) continue // an alias of no anchor: said already
           const sources = isSeq(value) ? [...value.items].reverse() : [value]
           for (const source of sources) {
             const tree = convert(source, path, keyPos, depth + 1)

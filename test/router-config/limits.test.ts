@@ -183,4 +183,27 @@ describe('environment variables in router configurations', () => {
     expect(unset.filter((w) => w.message.includes('REPEATED'))).toHaveLength(1)
     expect(unset.at(-1)?.message ?? '').toMatch(/more environment variables are not set/)
   })
+
+  it('refuse an alias of no anchor, as the reference router does, wherever it stands', () => {
+    const r = checkRouterConfig(
+      `${'v: 3\nidentity: {cert: c, key: k}\nctrl: {endpoint: "tls:c:1"}\n'}healthChecks: *nope\nmetrics:\n  <<: *missing\n  later: &late 1\nearly: *late\n`,
+      {},
+    )
+    expect(r.errors.map((e) => [e.path, e.message])).toEqual([
+      ['healthChecks', 'alias *nope names no anchor before it'],
+      ['metrics', 'alias *missing names no anchor before it'],
+    ])
+  })
+
+  it('suggest known keys without comparing a huge unknown key letter by letter', () => {
+    const key = 'x'.repeat(450_000)
+    const file = `v: 3\nidentity: {cert: c, key: k}\nctrl: {endpoint: "tls:c:1"}\nbase: &b {${key}: 1}\nforwarder:\n  <<: *b\n  xgressDialWorkerCont: 3\n`
+    const r = checkRouterConfig(file, {})
+    const unknown = r.warnings.filter((w) => w.path.startsWith('forwarder.'))
+    expect(unknown.map((w) => w.path)).toEqual([
+      `forwarder.${key}`,
+      'forwarder.xgressDialWorkerCont',
+    ])
+    expect(unknown[1]?.message).toMatch(/did you mean "xgressDialWorkerCount"/)
+  })
 })
