@@ -219,8 +219,11 @@ function followChanges(o: {
     if (event.type === 'change') {
       // An own change goes round once more, as another instance's would (rereads and drops are
       // idempotent): the instance then holds what was stored even when the commit's answer was
-      // lost. Not a key refresh: that one ran here before it was announced.
-      if (event.own && event.change.entity === 'signer-keys') return
+      // lost. Not a key refresh (it ran here before it was announced), nor the sessions a login
+      // batch's cap ended: a batch whose answer was lost forgets its identities' kept sessions
+      // itself (SessionService), and doing it for every batch would empty the session cache of
+      // every identity at its cap on each of its logins.
+      if (event.own && ['signer-keys', 'identity-sessions'].includes(event.change.entity)) return
       changes.emit({ ...event.change, remote: true })
     } else {
       cache.clear()

@@ -85,6 +85,8 @@ export class ControllerRegistry {
 
   /** Refreshes this instance's heartbeat; registers again when its row was removed meanwhile. */
   async beat(): Promise<void> {
+    // One at a time (a store slower than the interval): `stop` then waits for the only one.
+    if (this.beating) return this.beating
     const id = this.id
     if (this.stopped || id === undefined) return
     const run = (async () => {

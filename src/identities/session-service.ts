@@ -81,7 +81,17 @@ export class SessionService {
     const max = options.maxPerIdentity
     this.writer = new BatchWriter(
       async (batch) => {
-        const ended = await options.store.recordLogins(batch, max)
+        let ended: Awaited<ReturnType<typeof options.store.recordLogins>>
+        try {
+          ended = await options.store.recordLogins(batch, max)
+        } catch (err) {
+          // Perhaps stored all the same (the answer lost after the commit): the cap may have ended
+          // sessions this instance keeps, so its identities' are read again.
+          for (const id of new Set(batch.map((login) => login.session.identityId))) {
+            this.forgetIdentity(id)
+          }
+          throw err
+        }
         for (const { id } of ended) this.forget(id)
       },
       { concurrency: options.store.loginBatchesAtOnce },

@@ -118,7 +118,8 @@ export function expandEnv(
       const [name, w] = shellName(s, j + 1, closeFrom)
       if (name === '' && w === 0) out += '$'
       else if (name !== '') {
-        const value = env[name]
+        // Own variables only: `$constructor` is no variable, whatever the object's prototype has.
+        const value = Object.hasOwn(env, name) ? env[name] : undefined
         if (value === undefined) unset(name)
         else used?.(name, value)
         out += value ?? ''

@@ -8,6 +8,10 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from 'n
  * - `cutNextCommitAnswer()` lets the server's answer to the next COMMIT (of any connection) go
  *   nowhere: the proxy closes that connection instead of forwarding it. The server has committed;
  *   the client only sees its connection drop.
+ * - `cutNextAnswerTo(text)` does the same for the next statement whose message holds `text` (a
+ *   named statement's name, sent with each run): nothing more is forwarded to that client, and
+ *   the connection is closed once the server is ready for the next statement (a statement in a
+ *   transaction of its own has then committed).
  */
 export class PgProxy {
   private readonly open = new Set<[Socket, Socket]>()
@@ -49,6 +53,15 @@ export class PgProxy {
     this.cutCommit = true
   }
 
+  cutNextAnswerTo(text: string): void {
+    this.cutStatement = text
+  }
+
+  /** What `cutNextAnswerTo` waits for, until a statement holding it is sent. */
+  private cutStatement: string | undefined
+  /** Answers cut by `cutNextAnswerTo` so far. */
+  answersCut = 0
+
   async close(): Promise<void> {
     for (const [client, upstream] of [...this.open, ...this.frozen]) {
       client.destroy()
@@ -68,7 +81,15 @@ export class PgProxy {
     }
     client.on('error', close).on('close', close)
     upstream.on('error', close).on('close', close)
-    client.on('data', (chunk: Buffer) => upstream.write(chunk))
+    /** Set once a statement whose answer is cut went out on this connection. */
+    let cutting = false
+    client.on('data', (chunk: Buffer) => {
+      if (this.cutStatement !== undefined && chunk.includes(this.cutStatement, 0, 'latin1')) {
+        this.cutStatement = undefined
+        cutting = true
+      }
+      upstream.write(chunk)
+    })
     // The server's side is read message by message (a type byte, then a length that counts
     // itself), so that an answer can be told by its command tag.
     let pending: Buffer = Buffer.alloc(0)
@@ -78,6 +99,12 @@ export class PgProxy {
       while (pending.length - end >= 5) {
         const length = pending.readUInt32BE(end + 1)
         if (pending.length - end < 1 + length) break
+        if (cutting && pending[end] === 0x5a) {
+          // 'Z', ReadyForQuery: the statement's transaction is over; its answer goes nowhere.
+          this.answersCut++
+          close()
+          return
+        }
         const isCommit =
           pending[end] === 0x43 && // 'C', CommandComplete
           pending.toString('latin1', end + 5, end + 1 + length) === 'COMMIT\0'
@@ -90,7 +117,7 @@ export class PgProxy {
         }
         end += 1 + length
       }
-      if (end > 0) client.write(pending.subarray(0, end))
+      if (end > 0 && !cutting) client.write(pending.subarray(0, end))
       pending = pending.subarray(end)
     })
   }

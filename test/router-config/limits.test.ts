@@ -150,6 +150,15 @@ describe('environment variables in router configurations', () => {
     )
   })
 
+  it('name only the variables the environment holds, not what its prototype holds', () => {
+    const warned: string[] = []
+    const env = { DEFINED: 'yes' }
+    expect(expandEnv('[$constructor][$toString][$DEFINED]', env, (n) => warned.push(n))).toBe(
+      '[][][yes]',
+    )
+    expect(warned).toEqual(['constructor', 'toString'])
+  })
+
   it('read a megabyte of dollar-brace openings without a closing brace in one pass', () => {
     // Scan for scan as Go reads it (each opening read to the end of the text), that megabyte took
     // about 14 minutes, a synchronous loop no test timeout interrupts: it runs in a process of its

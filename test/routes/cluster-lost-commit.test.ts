@@ -67,4 +67,44 @@ describe.skipIf(!PG_URL)('a change whose commit answer was lost (PostgreSQL)', (
     const page = await callA('GET', SIGNERS)
     expect(page.json().data.map((s: { enabled: boolean }) => s.enabled)).toEqual([false])
   })
+
+  it('forgets the sessions a login batch may have ended by the cap when its answer was lost', async () => {
+    const dbPath = await createTestDatabase()
+    proxy = new PgProxy(new URL(dbPath))
+    const config = { maxSessionsPerIdentity: 1 }
+    const a = await buildTestApp({
+      storeKind: 'postgres',
+      config: { dbPath: await proxy.start(), ...config },
+    })
+    const b = await buildTestApp({ storeKind: 'postgres', config: { dbPath, ...config } })
+    const callA = caller(a, await login(a))
+    const carol = (await callA('POST', '/edge/management/v1/identities', { name: 'carol' })).json()
+      .data.id as string
+    await callA('PUT', `/edge/management/v1/identities/${carol}/password`, {
+      password: 'carol-password-1',
+    })
+    const current = async (app: typeof a, token: string) =>
+      (
+        await app.inject({
+          method: 'GET',
+          url: '/edge/management/v1/current-api-session',
+          headers: { 'zt-session': token },
+        })
+      ).statusCode
+    const first = await login(a, 'carol', 'carol-password-1')
+    expect(await current(a, first)).toBe(200) // kept on A
+
+    // The next login ends the first session (a cap of one), and its answer is lost.
+    proxy.cutNextAnswerTo('record-logins-v3')
+    const second = await a.inject({
+      method: 'POST',
+      url: '/edge/management/v1/authenticate?method=password',
+      payload: { username: 'carol', password: 'carol-password-1' },
+    })
+    expect(proxy.answersCut).toBe(1)
+    expect(second.statusCode).toBe(503)
+    // Stored all the same: the first session is gone everywhere, on A too.
+    expect(await current(b, first)).toBe(401)
+    await within(1000, async () => expect(await current(a, first)).toBe(401))
+  })
 })

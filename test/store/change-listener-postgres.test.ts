@@ -70,7 +70,7 @@ describe.skipIf(!PG_URL)('the change listener on a silent connection (PostgreSQL
     expect(events[1]).toMatchObject({ type: 'change', change, own: false })
   })
 
-  it('reports stale within a second of its connection going silent, then fresh on a new one', async () => {
+  it('reports stale about a second after its connection goes silent, then fresh on a new one', async () => {
     const { listener, proxy, events, warnings, notify } = await listening()
     // A ping answered since the last tick: the silence starts with nothing in flight.
     await new Promise((r) => setTimeout(r, PING_INTERVAL_MS + 100))

@@ -80,11 +80,14 @@ export class ChangeListener {
     const wasStale = !this.connected
     this.connected = true
     // One ping at a time: one still unanswered when the next is due means the connection is lost
-    // (a second would only queue behind it).
+    // (a second would only queue behind it). The verdict waits for the loop's pending I/O: after a
+    // long stretch of work the timers run first, and the answer may be waiting unread.
     let pinging = false
     this.timer = setInterval(() => {
       if (pinging) {
-        this.lost(client, 'ping unanswered')
+        setImmediate(() => {
+          if (pinging) this.lost(client, 'ping unanswered')
+        })
         return
       }
       pinging = true
