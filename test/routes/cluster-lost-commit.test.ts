@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildTestApp, caller, login } from '../helpers/app.js'
-import { makeCert } from '../helpers/certs.js'
-import { signJwt } from '../helpers/jwt.js'
 import { PgProxy } from '../helpers/pg-proxy.js'
+import { certSignerAndToken, jwtLoginStatus } from '../helpers/signers.js'
 import { createTestDatabase, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -26,32 +25,8 @@ describe.skipIf(!PG_URL)('a change whose commit answer was lost (PostgreSQL)', (
     const a = await buildTestApp({ storeKind: 'postgres', config: { dbPath: await proxy.start() } })
     const b = await buildTestApp({ storeKind: 'postgres', config: { dbPath } })
     const callA = caller(a, await login(a))
-    const cert = await makeCert()
-    const created = await callA('POST', SIGNERS, {
-      name: 'idp',
-      enabled: true,
-      issuer: ISSUER,
-      audience: 'ziti',
-      certPem: cert.certPem,
-      kid: 'k1',
-    })
-    expect(created.statusCode).toBe(201)
-    const signerId = created.json().data.id as string
-    const alice = (await callA('POST', '/edge/management/v1/identities', { name: 'alice' })).json()
-      .data.id as string
-    const jwt = await signJwt(
-      cert.privateKey,
-      { iss: ISSUER, aud: 'ziti', sub: alice },
-      { kid: 'k1' },
-    )
-    const loginThrough = async (app: typeof a) =>
-      (
-        await app.inject({
-          method: 'POST',
-          url: '/edge/client/v1/authenticate?method=ext-jwt',
-          headers: { authorization: `Bearer ${jwt}` },
-        })
-      ).statusCode
+    const { signerId, jwt } = await certSignerAndToken(callA, ISSUER)
+    const loginThrough = (app: typeof a) => jwtLoginStatus(app, jwt)
     expect(await loginThrough(a)).toBe(200)
     await within(1000, async () => expect(await loginThrough(b)).toBe(200))
 

@@ -3,8 +3,7 @@ import { buildApp } from '../../src/app.js'
 import type { Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
 import { buildTestApp, caller, login, loopbackOnlyResolver, testConfig } from '../helpers/app.js'
-import { makeCert } from '../helpers/certs.js'
-import { signJwt } from '../helpers/jwt.js'
+import { certSignerAndToken, jwtLoginStatus } from '../helpers/signers.js'
 import { createTestDatabase, PG_URL } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -27,24 +26,7 @@ describe.skipIf(!PG_URL)('an instance starting while another changes a signer', 
     const dbPath = await createTestDatabase()
     const b = await buildTestApp({ storeKind: 'postgres', config: { dbPath } })
     const callB = caller(b, await login(b))
-    const cert = await makeCert()
-    const created = await callB('POST', SIGNERS, {
-      name: 'idp',
-      enabled: true,
-      issuer: ISSUER,
-      audience: 'ziti',
-      certPem: cert.certPem,
-      kid: 'k1',
-    })
-    expect(created.statusCode).toBe(201)
-    const signerId = created.json().data.id as string
-    const alice = (await callB('POST', '/edge/management/v1/identities', { name: 'alice' })).json()
-      .data.id as string
-    const jwt = await signJwt(
-      cert.privateKey,
-      { iss: ISSUER, aud: 'ziti', sub: alice },
-      { kid: 'k1' },
-    )
+    const { signerId, jwt } = await certSignerAndToken(callB, ISSUER)
 
     // Instance A's store, listening already; its start-up read of the signers is made to see the
     // signer enabled, then B disables it and A hears of it, all before A's start-up returns.
@@ -82,14 +64,7 @@ describe.skipIf(!PG_URL)('an instance starting while another changes a signer', 
     })
     try {
       expect(raced).toBe(true)
-      const loginA = async () =>
-        (
-          await a.inject({
-            method: 'POST',
-            url: '/edge/client/v1/authenticate?method=ext-jwt',
-            headers: { authorization: `Bearer ${jwt}` },
-          })
-        ).statusCode
+      const loginA = () => jwtLoginStatus(a, jwt)
       expect(await loginA()).toBe(401)
       expect(
         (await b.inject({ method: 'GET', url: '/edge/client/v1/external-jwt-signers' })).json()
