@@ -3,7 +3,11 @@ import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
 import type { IdentityRecord } from '../identities/identity-service.js'
-import type { ResolvedSession, SessionService } from '../identities/session-service.js'
+import type {
+  ResolvedSession,
+  SessionRecord,
+  SessionService,
+} from '../identities/session-service.js'
 import type { ExternalJwtVerifier, SecondaryResult } from '../jwt/authenticate.js'
 import { bearerCandidates, bearerChallenge, bearerTokens } from '../jwt/challenge.js'
 import type { AuthPolicyRecord } from '../policies/auth-policy-service.js'
@@ -44,8 +48,11 @@ export interface AuthDeps {
   onSecondary?: ((result: SecondaryResult) => void) | undefined
 }
 
+// No session at all: OpenZiti's controller names both of its session kinds, the legacy zt-session
+// and its OIDC bearer token, in one header, as its clients expect (two challenges).
 const MISSING =
-  'zt-session realm="zt-session" error="missing" error_description="no matching token was provided"'
+  'zt-session realm="zt-session" error="missing" error_description="no matching token was provided",' +
+  'Bearer realm="openziti-oidc" error="missing" error_description="no matching token was provided"'
 const INVALID = 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"'
 
 function sessionHeader(request: FastifyRequest): string | undefined {
@@ -136,18 +143,37 @@ export async function resolveRequestAuth(
 }
 
 /**
+ * The headers every response to a resolved session carries, as OpenZiti's controller sends them:
+ * the seconds left until the session expires, and when that is.
+ */
+export function sessionExpiryHeaders(
+  sessions: AuthDeps['sessions'],
+  session: SessionRecord,
+): { 'expiration-seconds': string; 'expires-at': string } {
+  return {
+    'expiration-seconds': String(sessions.expirationSeconds(session)),
+    'expires-at': session.expiresAt,
+  }
+}
+
+/**
  * Whether `requireSession(deps, { admin: true })` would admit a request, decided from memory
  * alone, for a lane (./lanes.ts): a kept live session of an enabled admin, no sliding expiry due,
- * whose policy, kept too, asks for no secondary factor. False whenever any of it is not known
- * without a read: the hook then decides, and may refuse.
+ * whose policy, kept too, asks for no secondary factor. Then the session's expiry headers, which
+ * the lane sends as the hook would; undefined whenever any of it is not known without a read: the
+ * hook then decides, and may refuse.
  */
-export function admitsKeptAdmin(deps: AuthDeps, headers: IncomingHttpHeaders): boolean {
+export function admitsKeptAdmin(
+  deps: AuthDeps,
+  headers: IncomingHttpHeaders,
+): ReturnType<typeof sessionExpiryHeaders> | undefined {
   const token = headers['zt-session']
-  if (typeof token !== 'string' || token === '') return false
+  if (typeof token !== 'string' || token === '') return undefined
   const resolved = deps.sessions.keptSession(token)
-  if (!resolved?.identity.isAdmin) return false
+  if (!resolved?.identity.isAdmin) return undefined
   const kept = deps.keptPolicyOf?.(resolved.identity)
-  return kept !== undefined && !kept.policy?.requireExtJwtSigner
+  if (kept === undefined || kept.policy?.requireExtJwtSigner) return undefined
+  return sessionExpiryHeaders(deps.sessions, resolved.session)
 }
 
 /**
@@ -158,8 +184,9 @@ export function requireSession(
   deps: AuthDeps,
   options: { admin: boolean; partial?: boolean },
 ): onRequestAsyncHookHandler {
-  return async (request) => {
-    const { identity, secondary } = await resolveRequestAuth(deps, request)
+  return async (request, reply) => {
+    const { session, identity, secondary } = await resolveRequestAuth(deps, request)
+    reply.headers(sessionExpiryHeaders(deps.sessions, session))
     if (!options.partial && !secondary.met) {
       throw new AppError('UNAUTHORIZED', {
         headers: secondaryChallenge(secondary),

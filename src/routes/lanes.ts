@@ -8,10 +8,11 @@ export interface KeptPageLaneOptions {
   /** The page a query without parameters gets, when it is kept and known current; else undefined. */
   kept: () => CachedBody | undefined
   /**
-   * Whether the route's auth hook would admit this request, decided from memory alone; false
-   * whenever that is not known (the route then decides, and may refuse). No check when absent.
+   * Whether the route's auth hook would admit this request, decided from memory alone: the
+   * headers the hook would add to the answer (the session's expiry), or undefined whenever that is
+   * not known (the route then decides, and may refuse). No check when absent.
    */
-  admit?: ((req: IncomingMessage) => boolean) | undefined
+  admit?: ((req: IncomingMessage) => Record<string, string> | undefined) | undefined
   /** Whether a successful read would be logged now: the route then answers, and logs it. */
   logsReads: () => boolean
   /** Counts an answered request as the route's would be counted (metrics), when given. */
@@ -41,14 +42,16 @@ export function keptPageLane(o: KeptPageLaneOptions): Lane {
     if (o.cors && req.headers.origin !== undefined) return false
     const kept = o.kept()
     if (kept === undefined || o.logsReads()) return false
-    if (o.admit && !o.admit(req)) return false
+    const added = o.admit ? o.admit(req) : undefined
+    if (o.admit && added === undefined) return false
     const started = o.count ? performance.now() : 0
     if (notModified(req.headers['if-none-match'], kept.etag)) {
-      res.writeHead(304, o.cors ? { vary: 'Origin', etag: kept.etag } : { etag: kept.etag })
+      res.writeHead(304, { ...(o.cors ? { vary: 'Origin' } : {}), ...added, etag: kept.etag })
       res.end()
     } else {
       res.writeHead(200, {
         ...(o.cors ? { vary: 'Origin' } : {}),
+        ...added,
         etag: kept.etag,
         'content-type': 'application/json; charset=utf-8',
         'content-length': kept.body.length,

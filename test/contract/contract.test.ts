@@ -155,7 +155,7 @@ describe.skipIf(!SPEC_AVAILABLE)('responses conform to the edge API specificatio
     )
   })
 
-  it('sessions: password login, ext-jwt login, and current-api-session on both APIs', async () => {
+  it('sessions: password login, ext-jwt login, current-api-session on both APIs and current-identity', async () => {
     const app = await buildTestApp()
     const session = await expectContract(
       app,
@@ -182,6 +182,20 @@ describe.skipIf(!SPEC_AVAILABLE)('responses conform to the edge API specificatio
       client,
       '/current-api-session',
       { method: 'GET', url: '/edge/client/v1/current-api-session', headers },
+      200,
+    )
+    await expectContract(
+      app,
+      client,
+      '/current-identity',
+      { method: 'GET', url: '/edge/client/v1/current-identity', headers },
+      200,
+    )
+    await expectContract(
+      app,
+      management,
+      '/current-identity',
+      { method: 'GET', url: `${M}/current-identity`, headers },
       200,
     )
     await app.inject({

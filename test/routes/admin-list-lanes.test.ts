@@ -74,6 +74,9 @@ describe.each(STORES)('the admin list lanes on %s', (storeKind) => {
       // `?` with nothing after it: the same page, always through the route.
       const again = await get(port, `${list}?`, headers)
       expect(fromRoute.status).toBe(200)
+      // The session's expiry, as on every answer to a session (OpenZiti's headers).
+      expect(fromRoute.headers['expiration-seconds']).toMatch(/^\d+$/)
+      expect(fromRoute.headers['expires-at']).toBeDefined()
       expect(fromLane).toEqual(fromRoute)
       expect(again).toEqual(fromRoute)
       const etag = fromRoute.headers.etag as string
@@ -259,20 +262,26 @@ describe('admitsKeptAdmin', () => {
       return resolved
     }
 
-    expect(admitsKeptAdmin(auth, headers)).toBe(false) // nothing kept yet
+    /** Whether the lane may answer; then the session's expiry headers, as the hook adds them. */
+    const admitted = (h: Record<string, string>) => admitsKeptAdmin(auth, h) !== undefined
+
+    expect(admitted(headers)).toBe(false) // nothing kept yet
     expect(await readAsTheHookDoes()).toBeDefined()
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
-    expect(admitsKeptAdmin(auth, {})).toBe(false)
-    expect(admitsKeptAdmin(auth, { 'zt-session': `${token}x` })).toBe(false)
-    expect(admitsKeptAdmin(auth, { 'zt-session': ['a', 'b'] as unknown as string })).toBe(false)
+    expect(admitsKeptAdmin(auth, headers)).toEqual({
+      'expiration-seconds': '60',
+      'expires-at': new Date(clock().getTime() + 60_000).toISOString(),
+    })
+    expect(admitted({})).toBe(false)
+    expect(admitted({ 'zt-session': `${token}x` })).toBe(false)
+    expect(admitted({ 'zt-session': ['a', 'b'] as unknown as string })).toBe(false)
 
     // A second after the last write of its activity, the hook would write it again: not here.
     clock.advance(999)
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitted(headers)).toBe(true)
     clock.advance(1)
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     await readAsTheHookDoes()
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitted(headers)).toBe(true)
 
     // A policy change drops what was kept; a policy asking a factor is never admitted here.
     const signer = await services.signers.create(listedSigner('mfa'))
@@ -285,24 +294,24 @@ describe('admitsKeptAdmin', () => {
       NO_AUDIT_CONTEXT,
     )
     await identities.patch(admin.id, { authPolicyId: policy.id }, NO_AUDIT_CONTEXT)
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     await readAsTheHookDoes()
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     await policies.patch(policy.id, { secondary: { requireExtJwtSigner: null } }, NO_AUDIT_CONTEXT)
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     await readAsTheHookDoes()
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitted(headers)).toBe(true)
 
     await identities.patch(admin.id, { isAdmin: false }, NO_AUDIT_CONTEXT)
     await readAsTheHookDoes()
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     await identities.patch(admin.id, { isAdmin: true }, NO_AUDIT_CONTEXT)
     await readAsTheHookDoes()
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitted(headers)).toBe(true)
 
     // While changes may have been missed (PostgreSQL's notification connection down), nothing
     // kept is trusted: each of the three lookups says so on its own.
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitted(headers)).toBe(true)
     const boss = (await identities.find(admin.id)) as NonNullable<
       Awaited<ReturnType<typeof identities.find>>
     >
@@ -313,13 +322,13 @@ describe('admitsKeptAdmin', () => {
     expect(identities.keptIdentity(admin.id)).toBeUndefined()
     expect(policies.keptPolicyOf(boss)).toBeUndefined()
     expect(sessions.keptSession(token)).toBeUndefined()
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     flags.stale = false
-    expect(admitsKeptAdmin(auth, headers)).toBe(true)
+    expect(admitted(headers)).toBe(true)
 
     // Past its idle timeout the session is over, kept or not.
     clock.advance(60_000)
-    expect(admitsKeptAdmin(auth, headers)).toBe(false)
+    expect(admitted(headers)).toBe(false)
     expect(await readAsTheHookDoes()).toBeUndefined()
   })
 })

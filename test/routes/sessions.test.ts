@@ -142,7 +142,14 @@ forEachStore(() => {
           const res = await app.inject({ method, url, headers, payload: {} })
           expect(res.statusCode, `${method} ${url}`).toBe(401)
           expect(res.json().error.code).toBe('UNAUTHORIZED')
-          expect(res.headers['www-authenticate']).toContain('zt-session')
+          // As OpenZiti's controller answers (its Test_Legacy_AuthHeaders): no session names both
+          // of its session kinds; a session it does not know, the zt-session one only.
+          expect(res.headers['www-authenticate']).toBe(
+            'zt-session' in headers
+              ? 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"'
+              : 'zt-session realm="zt-session" error="missing" error_description="no matching token was provided",' +
+                  'Bearer realm="openziti-oidc" error="missing" error_description="no matching token was provided"',
+          )
         }
       }
     })
@@ -179,6 +186,66 @@ forEachStore(() => {
       expect(cur.json().data.expirationSeconds).toBe(60)
       clock.advance(60_001)
       expect((await app.inject({ method: 'GET', url: SIGNERS, headers })).statusCode).toBe(401)
+    })
+
+    it("tells the session's expiry on every answer to it, refusals included, as OpenZiti does", async () => {
+      const clock = testClock()
+      const app = await buildTestApp({ clock, config: { sessionTimeoutMs: 60_000 } })
+      const token = await login(app)
+      const headers = { 'zt-session': token }
+      clock.advance(20_000)
+      // The first of these requests slides the expiry (20 s of idle time later): 60 s from now.
+      const expiry = {
+        'expiration-seconds': '60',
+        'expires-at': new Date(clock().getTime() + 60_000).toISOString(),
+      }
+      for (const [method, url, status] of [
+        ['GET', SIGNERS, 200],
+        ['GET', `${SIGNERS}/no-such-signer`, 404],
+        ['GET', '/edge/client/v1/current-identity', 200],
+        ['GET', '/edge/management/v1/identities', 200],
+        ['POST', SIGNERS, 400],
+      ] as const) {
+        const res = await app.inject({ method, url, headers, payload: {} })
+        expect(res.statusCode, `${method} ${url}`).toBe(status)
+        expect(res.headers, `${method} ${url}`).toMatchObject(expiry)
+      }
+      // No session, no such headers (the unauthenticated client list, a refused call).
+      const open = await app.inject({ method: 'GET', url: '/edge/client/v1/external-jwt-signers' })
+      const refused = await app.inject({ method: 'GET', url: SIGNERS })
+      for (const res of [open, refused]) {
+        expect(res.headers['expiration-seconds']).toBeUndefined()
+        expect(res.headers['expires-at']).toBeUndefined()
+      }
+    })
+
+    it("shows the caller's own identity as the identity list shows it (current-identity)", async () => {
+      const app = await buildTestApp()
+      const token = await login(app)
+      const headers = { 'zt-session': token }
+      for (const api of ['client', 'management']) {
+        const own = await app.inject({
+          method: 'GET',
+          url: `/edge/${api}/v1/current-identity`,
+          headers,
+        })
+        expect(own.statusCode).toBe(200)
+        const { id } = own.json().data
+        const listed = await app.inject({
+          method: 'GET',
+          url: `/edge/management/v1/identities/${id}`,
+          headers,
+        })
+        expect(own.json()).toEqual(listed.json())
+        expect(own.json().data).toMatchObject({
+          name: ADMIN_USER,
+          isAdmin: true,
+          hasApiSession: true,
+          authPolicy: { id: 'default', name: 'Default' },
+          type: { id: 'Default', name: 'Default' },
+          _links: { self: { href: `./identities/${id}` } },
+        })
+      }
     })
   })
 })

@@ -88,7 +88,8 @@ function openZitiView(s: ClientSignerRow) {
     tags: s.tags,
     name: s.name,
     externalAuthUrl: s.externalAuthUrl ?? '',
-    clientId: s.clientId,
+    // Omitted when unset, as OpenZiti's list omits it (null would still read as unset).
+    ...(s.clientId === null ? {} : { clientId: s.clientId }),
     scopes: s.scopes ?? [],
     audience: s.audience,
     targetToken: s.targetToken,

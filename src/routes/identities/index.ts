@@ -16,8 +16,16 @@ import {
   PasswordBodySchema,
 } from './schemas.js'
 
-export function identityDetail(policies: AuthPolicyService, sessions: SessionService) {
-  return async (i: IdentityRecord): Promise<IdentityDetail> => ({
+/**
+ * An identity as the edge API shows it (`identityDetail`), given its policy's name and whether it
+ * has a session; also the caller's own identity (`current-identity`).
+ */
+export function toIdentityDetail(
+  i: IdentityRecord,
+  policyName: string,
+  hasApiSession: boolean,
+): IdentityDetail {
+  return {
     id: i.id,
     _links: selfLink('identities', i.id),
     createdAt: i.createdAt,
@@ -31,11 +39,11 @@ export function identityDetail(policies: AuthPolicyService, sessions: SessionSer
     authPolicyId: i.authPolicyId,
     authPolicy: {
       id: i.authPolicyId,
-      name: (await policies.policyOf(i))?.name ?? '',
+      name: policyName,
       entity: 'auth-policies',
       _links: selfLink('auth-policies', i.authPolicyId),
     },
-    hasApiSession: await sessions.hasSession(i.id),
+    hasApiSession,
     type: {
       id: 'Default',
       name: 'Default',
@@ -56,7 +64,12 @@ export function identityDetail(policies: AuthPolicyService, sessions: SessionSer
     defaultHostingCost: 0,
     defaultHostingPrecedence: 'default',
     permissions: [],
-  })
+  }
+}
+
+export function identityDetail(policies: AuthPolicyService, sessions: SessionService) {
+  return async (i: IdentityRecord): Promise<IdentityDetail> =>
+    toIdentityDetail(i, (await policies.policyOf(i))?.name ?? '', await sessions.hasSession(i.id))
 }
 
 export function identityRoutesOptions(

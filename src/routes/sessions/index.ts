@@ -14,14 +14,16 @@ import {
   evaluateSecondary,
   requireSession,
   secondaryChallenge,
+  sessionExpiryHeaders,
 } from '../auth-hooks.js'
 import { EmptyEnvelopeSchema, errorResponses } from '../common-schemas.js'
+import { toIdentityDetail } from '../identities/index.js'
+import { IdentityDetailEnvelopeSchema } from '../identities/schemas.js'
 import { clientAddress, type LoginLimiter } from '../rate-limit.js'
 import {
   AuthenticateBodySchema,
   AuthenticateQuerySchema,
   type AuthQuery,
-  CurrentIdentityEnvelopeSchema,
   type CurrentSession,
   CurrentSessionEnvelopeSchema,
 } from './schemas.js'
@@ -72,11 +74,6 @@ export function toCurrentSession(
     expiresAt: session.expiresAt,
     expirationSeconds,
   }
-}
-
-function sessionHeaders(reply: FastifyReply, session: SessionRecord, seconds: number): void {
-  reply.header('expiration-seconds', String(seconds))
-  reply.header('expires-at', session.expiresAt)
 }
 
 /** Login, the caller's own session and identity; registered under the client and management APIs. */
@@ -176,7 +173,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
         endsAt,
       )
       const seconds = sessions.expirationSeconds(session)
-      sessionHeaders(reply, session, seconds)
+      reply.headers(sessionExpiryHeaders(sessions, session))
       reply.header('zt-session', token)
       for (const [name, value] of Object.entries(secondaryChallenge(secondary)))
         reply.header(name, value)
@@ -194,12 +191,11 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       onRequest: requireSession(auth, { admin: false, partial: true }),
       schema: { tags, response: { 200: CurrentSessionEnvelopeSchema, ...errorResponses(401) } },
     },
-    async (request, reply) => {
+    async (request) => {
       const { session, identity, token, secondary } = request.auth as NonNullable<
         FastifyRequest['auth']
       > // set by the hook
       const seconds = sessions.expirationSeconds(session)
-      sessionHeaders(reply, session, seconds)
       return {
         data: toCurrentSession(session, identity, token, seconds, authQueries(secondary)),
         meta: {},
@@ -224,21 +220,18 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     '/current-identity',
     {
       onRequest: requireSession(auth, { admin: false }),
-      schema: { tags, response: { 200: CurrentIdentityEnvelopeSchema, ...errorResponses(401) } },
+      schema: {
+        tags,
+        response: { 200: IdentityDetailEnvelopeSchema, ...errorResponses(401) },
+      },
     },
     async (request) => {
       const { identity } = request.auth as NonNullable<FastifyRequest['auth']> // set by the hook
-      return {
-        data: {
-          id: identity.id,
-          name: identity.name,
-          externalId: identity.externalId,
-          isAdmin: identity.isAdmin,
-          authPolicyId: identity.authPolicyId,
-          _links: { self: { href: './current-identity' } },
-        },
-        meta: {},
-      }
+      // The identity as `GET identities/{id}` shows it (the edge API's `identityDetail`); it has
+      // a session: this one.
+      const kept = auth.keptPolicyOf?.(identity)
+      const policy = kept ? kept.policy : await auth.policyOf(identity)
+      return { data: toIdentityDetail(identity, policy?.name ?? '', true), meta: {} }
     },
   )
 }

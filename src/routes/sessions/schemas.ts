@@ -63,15 +63,3 @@ export const AuthenticateBodySchema = Type.Object(
   },
   { additionalProperties: false },
 )
-
-export const CurrentIdentityEnvelopeSchema = Type.Object({
-  data: Type.Object({
-    id: Type.String(),
-    name: Type.String(),
-    externalId: Type.Unsafe<string | null>({ type: ['string', 'null'] }),
-    isAdmin: Type.Boolean(),
-    authPolicyId: Type.String(),
-    _links: LinksSchema,
-  }),
-  meta: EmptyMetaSchema,
-})
