@@ -637,4 +637,34 @@ describe('filter clauses as operators type them', () => {
       expect(refused.json().error.code).toBe('INVALID_FILTER')
     }
   })
+
+  it('takes at most 8 comparisons in a client list filter (anyone may ask it), and 256 in an admin list', async () => {
+    const { app, token } = await seeded()
+    const terms = (n: number) =>
+      Array.from({ length: n }, (_, i) => `name contains "corp-${i}"`).join(' or ')
+    const eight = await app.inject({ method: 'GET', url: `${CLIENT}?${q({ filter: terms(8) })}` })
+    expect(eight.statusCode).toBe(200)
+    for (const filter of [terms(9), `${terms(8)} or id in ["a", "b"]`]) {
+      const nine = await app.inject({ method: 'GET', url: `${CLIENT}?${q({ filter })}` })
+      expect(nine.statusCode).toBe(400)
+      expect(nine.json().error).toMatchObject({
+        code: 'INVALID_FILTER',
+        cause: {
+          field: 'filter',
+          reason: expect.stringMatching(/^more than 8 comparisons at position \d+$/),
+        },
+      })
+    }
+    const admin = (filter: string) =>
+      app.inject({
+        method: 'GET',
+        url: `${BASE}?${q({ filter })}`,
+        headers: { 'zt-session': token },
+      })
+    const many = Array.from({ length: 256 }, (_, i) => `id = "${i}"`).join(' or ')
+    expect((await admin(many)).statusCode).toBe(200)
+    const tooMany = await admin(`${many} or id = "x"`)
+    expect(tooMany.statusCode).toBe(400)
+    expect(tooMany.json().error.cause.reason).toMatch(/^more than 256 comparisons/)
+  })
 })

@@ -20,6 +20,8 @@ export { invalidFilter } from './filter-lexer.js'
 
 const MAX_FILTER_LENGTH = 4096
 const MAX_DEPTH = 32
+/** Comparisons a filter may make unless its list says fewer (`in` and `between` count once). */
+export const MAX_COMPARISONS = 256
 const COMPARE_OPS: readonly CompareOp[] = ['=', '!=', '<', '<=', '>', '>=']
 
 function combine(type: 'and' | 'or', parts: Condition[]): Condition {
@@ -30,10 +32,12 @@ function combine(type: 'and' | 'or', parts: Condition[]): Condition {
 /** Recursive descent over the tokens: or > and > not/parentheses > comparison. */
 class Parser {
   private i = 0
+  private comparisons = 0
   constructor(
     private readonly tokens: Token[],
     private readonly fields: FieldMap,
     private readonly sortable: Record<string, string>,
+    private readonly maxComparisons: number,
   ) {}
 
   query(): FilterQuery {
@@ -176,6 +180,9 @@ class Parser {
 
   private comparison(): Condition {
     const fieldPos = this.peek().pos
+    if (++this.comparisons > this.maxComparisons) {
+      throw invalidFilter(`more than ${this.maxComparisons} comparisons`, fieldPos)
+    }
     const field = this.operand()
     const type = field.tag === undefined ? field.spec.type : 'tags'
     const negate = this.isWord('not')
@@ -275,10 +282,12 @@ export function parseFilter(
   text: string | undefined,
   fields: FieldMap,
   sortable: Record<string, string> = {},
+  /** The most comparisons the filter may make (each costs the database a test, or a search). */
+  maxComparisons = MAX_COMPARISONS,
 ): FilterQuery {
   if (text !== undefined && text.length > MAX_FILTER_LENGTH) {
     throw invalidFilter(`longer than ${MAX_FILTER_LENGTH} characters`, MAX_FILTER_LENGTH)
   }
   checkControls(text ?? '')
-  return new Parser(tokenize(text ?? ''), fields, sortable).query()
+  return new Parser(tokenize(text ?? ''), fields, sortable, maxComparisons).query()
 }

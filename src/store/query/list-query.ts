@@ -36,6 +36,8 @@ export interface ListSpec {
   sortable: Record<string, string>
   /** Tie-breaker column appended to every order. */
   idColumn: string
+  /** The most comparisons a `filter` may make (default MAX_COMPARISONS of ./filter.ts). */
+  maxComparisons?: number
 }
 
 export const DEFAULT_LIMIT = 10
@@ -112,7 +114,12 @@ export function parseListQuery(
   const limitValue = limitParam(text('limit', params.limit), byDefault)
   const offsetValue = offsetParam(text('offset', params.offset))
   const sortKeys = sortParam(text('sort', params.sort), spec)
-  const filter = parseFilter(text('filter', params.filter), spec.filterable, spec.sortable)
+  const filter = parseFilter(
+    text('filter', params.filter),
+    spec.filterable,
+    spec.sortable,
+    spec.maxComparisons,
+  )
   if (filter.skip !== undefined && filter.skip > MAX_OFFSET) {
     throw new AppError('INVALID_FILTER', {
       cause: {

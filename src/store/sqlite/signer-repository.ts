@@ -209,6 +209,9 @@ export const CLIENT_SIGNER_LIST_SPEC: ListSpec = {
   },
   sortable: { id: 'id', name: 'name' },
   idColumn: 'id',
+  // Anyone may ask this list, with no rate limit: a filter of a few hundred `contains` (each a
+  // search of the name index on SQLite) cost tens of milliseconds of the event loop a request.
+  maxComparisons: 8,
 }
 
 /** Persistence of external JWT signers. */
