@@ -26,7 +26,8 @@ export interface PasswordLoginDeps {
 }
 
 /**
- * Checks a username and password. Every failure (unknown name, wrong password, disabled identity,
+ * Checks a username and password; resolves with the identity and the hash the password matched.
+ * Every failure (unknown name, wrong password, disabled identity,
  * policy refusing password login) is the same 401, and costs the same scrypt work; a name in its
  * backoff is refused with 429 before any hashing.
  */
@@ -36,7 +37,7 @@ export async function checkPassword(
   password: string,
   /** The request's id, for the audit event of a failure. */
   requestId: string | null = null,
-): Promise<IdentityRecord> {
+): Promise<{ identity: IdentityRecord; hash: string }> {
   await deps.throttle?.check(username)
   const { identity, hash } = await deps.credentials(username)
   const ok = await verifyPassword(password, hash)
@@ -49,12 +50,14 @@ export async function checkPassword(
         : !(await deps.allowsPrimary(identity, 'updb'))
           ? 'policy'
           : undefined
-  if (reason !== undefined || !identity) {
+  if (reason !== undefined || !identity || hash === null) {
     const rules = identity ? await deps.lockoutOf?.(identity) : undefined
     await deps.throttle?.failed(username, rules, identity !== undefined)
     await deps.onFailure?.(username, identity, reason ?? 'unknown-user', requestId)
     throw new AppError('INVALID_AUTH')
   }
   await deps.throttle?.succeeded(username)
-  return identity
+  // The hash the password was checked against: the login is stored only while it is the
+  // identity's (a password changed meanwhile refuses it; see the store's `recordLogins`).
+  return { identity, hash }
 }

@@ -1,5 +1,6 @@
 import { hash as digest, timingSafeEqual } from 'node:crypto'
 import { type AuditContext, AuditService } from '../audit/audit-service.js'
+import { AppError } from '../errors.js'
 import { newId, newSecret } from '../ids.js'
 import { BatchWriter, type BatchWriterStats } from '../store/batch-writer.js'
 import {
@@ -92,7 +93,17 @@ export class SessionService {
           }
           throw err
         }
-        for (const { id } of ended) this.forget(id)
+        let refused: Map<LoginRecord, AppError> | undefined
+        for (const session of ended) {
+          this.forget(session.id)
+          if (!session.refused) continue
+          // Its identity was disabled or deleted, or its password changed, since the login's
+          // check: the login fails as a refused password or JWT does.
+          refused ??= new Map()
+          const login = batch.find((l) => l.session.id === session.id)
+          if (login) refused.set(login, new AppError('INVALID_AUTH'))
+        }
+        return refused
       },
       { concurrency: options.store.loginBatchesAtOnce },
     )
@@ -120,6 +131,12 @@ export class SessionService {
     ctx?: AuditContext,
     /** The latest the session may last (the JWT's expiry, for `sessionEndsWithToken`). */
     endsAt?: Date,
+    /**
+     * A password login's: the hash its password matched. The session is stored only while it is
+     * still the identity's, and only while the identity is there and enabled (any login); else
+     * this rejects with 401 INVALID_AUTH (see the store's `recordLogins`).
+     */
+    passwordHash?: string,
   ): Promise<{ session: SessionRecord; token: string }> {
     const id = newId()
     // The token names its session: it is found by id (in creation order, as it is stored), and the
@@ -151,7 +168,9 @@ export class SessionService {
       },
       now, // the session's creation
     )
-    await this.writer.add({ session, event })
+    await this.writer.add(
+      passwordHash === undefined ? { session, event } : { session, event, passwordHash },
+    )
     this.options.onChange?.()
     // The login's one log line (the access log has the request's): who, how, which session.
     this.audit.logged(event, { authenticatorId })

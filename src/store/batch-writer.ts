@@ -72,9 +72,14 @@ export class BatchWriter<T> {
   /** When a unit of work last started or ended. */
   private busySince = 0
 
-  /** `write` stores its items atomically: all of them or none. */
+  /**
+   * `write` stores its items atomically: all of them or none. It may refuse some (stores the
+   * rest): those it names, each with the error its caller's promise rejects with.
+   */
   constructor(
-    private readonly write: (items: T[]) => Promise<void>,
+    private readonly write: (
+      items: T[],
+    ) => Promise<ReadonlyMap<T, unknown> | undefined> | Promise<void>,
     options: BatchWriterOptions = {},
   ) {
     this.concurrency = Math.max(1, options.concurrency ?? 1)
@@ -124,16 +129,20 @@ export class BatchWriter<T> {
   }
 
   /** One write of its own per unit of work, counted. */
-  private async writeItems(items: T[]): Promise<void> {
+  private async writeItems(items: T[]): Promise<ReadonlyMap<T, unknown> | undefined> {
     this.stats.writes++
-    await this.write(items)
-    this.stats.committed += items.length
+    const refused = (await this.write(items)) ?? undefined
+    this.stats.committed += items.length - (refused?.size ?? 0)
+    return refused
   }
 
   private async flushItems(batch: Pending<T>[]): Promise<void> {
     try {
-      await this.writeItems(batch.map((p) => p.item))
-      for (const p of batch) p.resolve()
+      const refused = await this.writeItems(batch.map((p) => p.item))
+      for (const p of batch) {
+        if (refused?.has(p.item)) p.reject(refused.get(p.item))
+        else p.resolve()
+      }
     } catch (err) {
       // The store did not answer: each item alone would wait as long again, one after another.
       if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') {
@@ -143,8 +152,9 @@ export class BatchWriter<T> {
       // One bad item must not fail the others: retry each in a write of its own.
       for (const p of batch) {
         try {
-          await this.writeItems([p.item])
-          p.resolve()
+          const refused = await this.writeItems([p.item])
+          if (refused?.has(p.item)) p.reject(refused.get(p.item))
+          else p.resolve()
         } catch (err) {
           p.reject(err)
         }

@@ -202,12 +202,22 @@ export interface AuditEventRecord {
 export interface LoginRecord {
   session: SessionRecord
   event: AuditEventRecord
+  /**
+   * A password login's: the password hash its password was checked against. Absent for other
+   * logins. See `recordLogins` for what is checked again when the login is stored.
+   */
+  passwordHash?: string | undefined
 }
 
-/** A session the session cap ended. */
+/** A session the session cap ended, or (`refused`) a login's session that was not stored. */
 export interface EndedSession {
   id: string
   identityId: string
+  /**
+   * The login's session was not stored: its identity was deleted or disabled, or (a password
+   * login) its password changed, after the login checked it and before it was stored.
+   */
+  refused?: true
 }
 
 /** One controller instance of the controllers list, as stored. */
@@ -301,6 +311,10 @@ export interface SessionRepository {
   getLegacyByTokenHash(hash: Buffer): Promise<SessionRecord | undefined>
   touch(id: string, lastActivityAt: string, expiresAt: string): Promise<void>
   delete(id: string): Promise<boolean>
+  /**
+   * Ends every session of an identity. Within a unit of work, so that no login batch stores one
+   * after it (see `recordLogins`); likewise `deleteForIdentityExcept`.
+   */
   deleteForIdentity(identityId: string): Promise<number>
   deleteExpired(before: string): Promise<number>
   countForIdentity(identityId: string): Promise<number>
@@ -437,6 +451,14 @@ export interface Store {
    * Other instances are told that sessions were opened (`session`, `upsert`), at least whenever
    * an identity of the batch had none before (what their identity pages show), and of each
    * identity whose sessions were ended (`identity-sessions`, `delete`). PostgreSQL: one statement.
+   *
+   * A login whose identity is gone or disabled by then, or whose `passwordHash` is no longer the
+   * identity's, is not stored (neither its session nor its event): it is in the result, `refused`.
+   * This closes the window between a login's check of its credentials and its commit, in which an
+   * identity's disabling or password change would miss the session (it ends the sessions stored
+   * by then): on SQLite the batch's transaction and the change's are serial; on PostgreSQL the
+   * batch reads the identities locked FOR SHARE, and a change that ends an identity's sessions
+   * updates and locks it FOR UPDATE before it deletes them (so either waits for the other's commit).
    */
   recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]>
   /** How many `recordLogins` calls the session service keeps in flight at most. */

@@ -70,7 +70,7 @@ describe.skipIf(!PG_URL)('a change whose commit answer was lost (PostgreSQL)', (
     expect(await current(a, first)).toBe(200) // kept on A
 
     // The next login ends the first session (a cap of one), and its answer is lost.
-    proxy.cutNextAnswerTo('record-logins-v3')
+    proxy.cutNextAnswerTo('record-logins-v4')
     const second = await a.inject({
       method: 'POST',
       url: '/edge/management/v1/authenticate?method=password',

@@ -129,8 +129,15 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
 
   it('fails only the login whose write fails (the write the session service uses)', async () => {
     await setup()
+    // As the session service: a login the store refused (its identity is gone) fails alone.
     const writer = new BatchWriter<LoginRecord>(async (items) => {
-      await store.recordLogins(items, 100)
+      const ended = await store.recordLogins(items, 100)
+      const refused = new Map<LoginRecord, Error>()
+      for (const { id } of ended.filter((e) => e.refused)) {
+        const item = items.find((l) => l.session.id === id)
+        if (item) refused.set(item, new Error(`refused ${id}`))
+      }
+      return refused
     })
     const login = (identityId: string, id = newId()) => loginRecord(session(identityId, id))
     await writer.add(login('alice', 'dup'))
@@ -140,6 +147,7 @@ describe.each(STORES)('BatchWriter on %s', (kind) => {
       ),
     )
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled'])
+    expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/^Error: refused /)
     expect(await store.repos.sessions.count()).toBe(3)
     // The first login's write, the failed group's, then one each: only stored logins count.
     expect(writer.stats).toMatchObject({ writes: 6, committed: 3 })

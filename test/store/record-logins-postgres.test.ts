@@ -267,7 +267,7 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     expect(past.reads).toBeGreaterThan(0)
   })
 
-  it('stores the logins the session service makes through the arrays of record_logins_v3, any other through record_logins_v2', async () => {
+  it('stores the logins the session service makes through the arrays of record_logins_v4, any other through record_logins_v2', async () => {
     const url = await freshPostgresUrl()
     await setup(url, 'alice')
     const c = await client(url)
@@ -281,14 +281,81 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     } finally {
       await c.query('ALTER FUNCTION record_logins_v2_away RENAME TO record_logins_v2')
     }
-    await c.query('ALTER FUNCTION record_logins_v3 RENAME TO record_logins_v3_away')
+    await c.query('ALTER FUNCTION record_logins_v4 RENAME TO record_logins_v4_away')
     try {
       expect(await recordLogins(c, [other], 3, NOTICES)).toEqual([])
     } finally {
-      await c.query('ALTER FUNCTION record_logins_v3_away RENAME TO record_logins_v3')
+      await c.query('ALTER FUNCTION record_logins_v4_away RENAME TO record_logins_v4')
     }
     const { rows } = await c.query('SELECT id FROM api_sessions ORDER BY id')
     expect(rows).toEqual([{ id: 'alice-1' }, { id: 'alice-2' }])
+  })
+
+  /** Resolves once some statement of the database waits for a lock. */
+  async function someoneWaits(url: string): Promise<void> {
+    const watcher = await client(url)
+    await within(2000, async () => {
+      const { rows } = await watcher.query(
+        'SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted',
+      )
+      expect(rows[0].n).toBeGreaterThan(0)
+    })
+  }
+
+  it("waits for a change that ends an identity's sessions, then refuses its logins", async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice')
+    const change = await client(url)
+    // Another instance disables alice: the identity updated and locked, its sessions not yet ended
+    // (a batch reading it FOR KEY SHARE would not wait for the update, and read it enabled).
+    await change.query(`BEGIN; UPDATE identities SET disabled = true WHERE id = 'alice';
+      SELECT FROM identities WHERE id = 'alice' FOR UPDATE`)
+    let settled = false
+    const batch = store.recordLogins(logins('alice', [1]), 2).finally(() => {
+      settled = true
+    })
+    await someoneWaits(url)
+    expect(settled).toBe(false)
+    await change.query(`DELETE FROM api_sessions WHERE identity_id = 'alice'; COMMIT`)
+    expect(await batch).toEqual([{ id: 'alice-1', identityId: 'alice', refused: true }])
+    expect(await store.repos.sessions.all()).toEqual([])
+  })
+
+  it('ends the sessions of a batch that read the identity first, once it commits (disable, password change)', async () => {
+    const url = await freshPostgresUrl()
+    const store = await setup(url, 'alice', 'bob')
+    const end = {
+      disable: (tx: Parameters<Parameters<Store['transaction']>[0]>[0]) =>
+        tx.sessions.deleteForIdentity('alice'),
+      password: (tx: Parameters<Parameters<Store['transaction']>[0]>[0]) =>
+        tx.sessions.deleteForIdentityExcept('alice', 'none').then((ids) => ids.length),
+    }
+    let n = 0
+    for (const [kind, ends] of Object.entries(end)) {
+      // A login batch of another instance, its statement run and its transaction still open.
+      const batch = await client(url)
+      await batch.query('BEGIN')
+      n += 1
+      expect(await recordLogins(batch, logins('alice', [n]), 3, NOTICES)).toEqual([])
+      let settled = false
+      const change = store
+        .transaction(async (tx) => {
+          const alice = await tx.identities.get('alice')
+          if (!alice) throw new Error('alice is stored')
+          await tx.identities.update({ ...alice, updatedAt: new Date().toISOString() })
+          return ends(tx)
+        })
+        .finally(() => {
+          settled = true
+        })
+      await someoneWaits(url)
+      expect(settled, kind).toBe(false)
+      await batch.query('COMMIT')
+      expect(await change, kind).toBe(1) // the batch's session, committed while the change waited
+      expect(await store.repos.sessions.all(), kind).toEqual([])
+    }
+    // Nothing of bob's waits on alice's change, or is ended by it.
+    expect(await store.recordLogins(logins('bob', [1]), 3)).toEqual([])
   })
 
   it('counts toward the cap the sessions that any writer inserted, and not those since ended', async () => {
@@ -390,18 +457,19 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     await deletion
     expect(await left(store, 'alice')).toEqual([])
     expect(await left(store, 'bob')).toEqual(['bob-1'])
-    // Deleted before its batch commits: the batch is refused whole, as for an unknown identity.
+    // Deleted before its batch commits: the batch waits for the deletion, then refuses its login
+    // (as for an unknown identity) and stores the others.
     await store.recordLogins(logins('bob', [2]), 5)
     await admin.query("BEGIN; DELETE FROM identities WHERE id = 'bob'")
-    // Its refusal is caught at once: it may arrive before the deletion's COMMIT answers.
+    // Its answer is caught at once: it may arrive before the deletion's COMMIT answers.
     const late = store.recordLogins([...logins('bob', [3]), ...logins('carol', [1])], 5).then(
-      () => 'stored',
+      (ended) => ended,
       (err: unknown) => err,
     )
     await new Promise((resolve) => setTimeout(resolve, 200))
     await admin.query('COMMIT')
-    expect(await late).toMatchObject({ code: 'NOT_FOUND' })
-    expect((await store.repos.sessions.all()).map((s) => s.identityId)).toEqual([])
+    expect(await late).toEqual([{ id: 'bob-3', identityId: 'bob', refused: true }])
+    expect((await store.repos.sessions.all()).map((s) => s.identityId)).toEqual(['carol'])
     expect(await store.recordLogins(logins('carol', [2]), 5)).toEqual([])
   })
 
@@ -409,9 +477,9 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     const url = await freshPostgresUrl()
     const store = await setup(url, 'alice')
     await store.recordLogins(logins('alice', [1]), 5)
-    await expect(store.recordLogins(logins('nobody', [1]), 5)).rejects.toMatchObject({
-      code: 'NOT_FOUND',
-    })
+    expect(await store.recordLogins(logins('nobody', [1]), 5)).toEqual([
+      { id: 'nobody-1', identityId: 'nobody', refused: true },
+    ])
     await expect(store.repos.sessions.insertMany([nthSession('nobody', 2)])).rejects.toMatchObject({
       code: 'NOT_FOUND',
     })

@@ -2,7 +2,13 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { LoginRecord, Store } from '../../src/store/contract.js'
 import { parseListQuery } from '../../src/store/query/list-query.js'
 import { AUDIT_LIST_SPEC } from '../../src/store/sqlite/audit-repository.js'
-import { insertIdentities, loginRecord, logins, nthSession } from '../helpers/records.js'
+import {
+  identityRecord,
+  insertIdentities,
+  loginRecord,
+  logins,
+  nthSession,
+} from '../helpers/records.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 
 const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id)
@@ -60,20 +66,63 @@ describe.each(STORES)('a group commit of logins on %s', (kind) => {
     expect(await store.recordLogins([], 2)).toEqual([])
   })
 
-  it('stores nothing of a batch with a refused row, and the store works afterwards', async () => {
+  it('refuses a login whose identity is gone, and stores the rest of its batch', async () => {
     await setup('alice')
     await store.recordLogins(logins('alice', [1, 2, 3]), 2)
-    // The second login names no identity: the foreign key refuses it, and the whole batch goes.
-    const refused = [...logins('alice', [4]), ...logins('nobody', [1])]
-    await expect(store.recordLogins(refused, 2)).rejects.toThrow()
-    expect(await stored()).toEqual(['alice-2', 'alice-3'])
+    // The second login names no identity (deleted since its check): it alone is refused.
+    const batch = [...logins('alice', [4]), ...logins('nobody', [1])]
+    expect((await store.recordLogins(batch, 2)).sort(byId)).toEqual([
+      { id: 'alice-2', identityId: 'alice' },
+      { id: 'nobody-1', identityId: 'nobody', refused: true },
+    ])
+    expect(await stored()).toEqual(['alice-3', 'alice-4'])
     expect((await events()).map((e) => e.entityId).sort()).toEqual([
       'alice-1',
       'alice-2',
       'alice-3',
+      'alice-4',
     ])
     expect(await store.recordLogins(logins('alice', [5]), 2)).toEqual([
-      { id: 'alice-2', identityId: 'alice' },
+      { id: 'alice-3', identityId: 'alice' },
+    ])
+  })
+
+  it('refuses the logins whose identity was disabled, or whose password changed, since their check', async () => {
+    await setup('alice', 'bob', 'carol')
+    const setHash = (id: string, hash: string) =>
+      store.transaction(async (tx) => {
+        await tx.identities.setPasswordHash(id, hash, new Date().toISOString())
+      })
+    await setHash('alice', 'hash-1')
+    await setHash('bob', 'hash-1')
+    await store.transaction(async (tx) => {
+      const carol = await tx.identities.get('carol')
+      if (!carol) throw new Error('carol is stored')
+      await tx.identities.update({ ...carol, disabled: true })
+    })
+    const [aliceOld, aliceNew] = logins('alice', [1, 2]) as [LoginRecord, LoginRecord]
+    const [bobJwt] = logins('bob', [1]) as [LoginRecord]
+    const [carolAny] = logins('carol', [1]) as [LoginRecord]
+    await setHash('alice', 'hash-2') // changed after aliceOld's check, before aliceNew's
+    const batch = [
+      { ...aliceOld, passwordHash: 'hash-1' },
+      { ...aliceNew, passwordHash: 'hash-2' },
+      bobJwt, // a login without a password: bob's hash is not its business
+      carolAny,
+    ]
+    expect((await store.recordLogins(batch)).sort(byId)).toEqual([
+      { id: 'alice-1', identityId: 'alice', refused: true },
+      { id: 'carol-1', identityId: 'carol', refused: true },
+    ])
+    expect(await stored()).toEqual(['alice-2', 'bob-1'])
+    expect((await events()).map((e) => e.entityId).sort()).toEqual(['alice-2', 'bob-1'])
+    // A password login of an identity without a password is refused too.
+    await store.transaction(async (tx) => {
+      await tx.identities.insert({ ...identityRecord('dave') })
+    })
+    const [dave] = logins('dave', [1]) as [LoginRecord]
+    expect(await store.recordLogins([{ ...dave, passwordHash: 'hash-1' }])).toEqual([
+      { id: 'dave-1', identityId: 'dave', refused: true },
     ])
   })
 

@@ -114,10 +114,8 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
     if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
     limiter?.identity(`name:${username}`) // before any hashing
-    return {
-      identity: await checkPassword(passwords, username, password, requestId),
-      authenticatorId: 'updb',
-    }
+    const { identity, hash } = await checkPassword(passwords, username, password, requestId)
+    return { identity, authenticatorId: 'updb', passwordHash: hash }
   }
 
   app.post(
@@ -153,7 +151,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
           cause: { field: 'method', reason: 'supported: password, ext-jwt', value: method },
         })
       }
-      const { identity, authenticatorId, endsAt } =
+      const { identity, authenticatorId, endsAt, passwordHash } =
         method === 'ext-jwt'
           ? await primaryJwt(request).then((a) => {
               limiter?.identity(`id:${a.identity.id}`)
@@ -161,6 +159,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
                 identity: a.identity,
                 authenticatorId: `extJwtId:${a.signer.id}`,
                 endsAt: a.sessionEndsAt,
+                passwordHash: undefined,
               }
             })
           : { ...(await passwordLogin(request.body, request.id)), endsAt: undefined }
@@ -171,6 +170,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
         clientAddress(request) ?? request.ip,
         auditContext(request),
         endsAt,
+        passwordHash,
       )
       const seconds = sessions.expirationSeconds(session)
       reply.headers(sessionExpiryHeaders(sessions, session))

@@ -10,7 +10,7 @@ export const NOTICE_ID = '"@identity@"'
 export interface LoginNotices {
   channel: string
   /**
-   * Sessions were opened (identity pages show whether an identity has one): `record_logins_v3`
+   * Sessions were opened (identity pages show whether an identity has one): `record_logins_v4`
    * sends it only when an identity of the batch had no session before, v2 always.
    */
   opened: string
@@ -18,13 +18,15 @@ export interface LoginNotices {
   ended: string
 }
 
-// The functions of migrations 016 and 015: sessions, audit events and the session cap in one
-// statement, from arrays of what varies between logins (v3) or from JSON rows of every column (v2).
-const RECORD_LOGINS_V3 = `SELECT ended_id, ended_identity_id
-  FROM record_logins_v3($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],
+// The functions of migrations 019 and 015: sessions, audit events and the session cap in one
+// statement, from arrays of what varies between logins (v4, which also refuses the logins whose
+// identity changed since they were checked) or from JSON rows of every column (v2: no such check,
+// for logins the controller does not make).
+const RECORD_LOGINS_V4 = `SELECT ended_id, ended_identity_id, refused
+  FROM record_logins_v4($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],
     $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[],
-    $12::text[], $13::integer, $14::text, $15::text, $16::text, $17::text)`
-const RECORD_LOGINS_V2 = `SELECT ended_id, ended_identity_id
+    $12::text[], $13::text[], $14::integer, $15::text, $16::text, $17::text, $18::text)`
+const RECORD_LOGINS_V2 = `SELECT ended_id, ended_identity_id, false AS refused
   FROM record_logins_v2($1::json, $2::json, $3::integer, $4::text, $5::text, $6::text, $7::text)`
 
 const SURROGATE = /[\uD800-\uDFFF]/
@@ -77,7 +79,7 @@ function eventRows(logins: LoginRecord[]): string {
 }
 
 /**
- * Whether a login has the shape `record_logins_v3` derives (every login `SessionService.open`
+ * Whether a login has the shape `record_logins_v4` derives (every login `SessionService.open`
  * makes): one time for the session's creation, update and last activity and for its event, the
  * event the identity's `login` of the session, and no legacy token.
  */
@@ -95,7 +97,7 @@ function derivable({ session: s, event: e }: LoginRecord): boolean {
   )
 }
 
-/** The parameters of `record_logins_v3` before the cap's: one array a column, in login order. */
+/** The parameters of `record_logins_v4` before the cap's: one array a column, in login order. */
 function columns(logins: LoginRecord[]): unknown[] {
   const sessions = logins.map((l) => l.session)
   const events = logins.map((l) => l.event)
@@ -112,12 +114,13 @@ function columns(logins: LoginRecord[]): unknown[] {
     events.map((e) => e.actor?.name ?? null),
     events.map((e) => e.requestId),
     events.map((e) => e.method),
+    logins.map((l) => l.passwordHash ?? null),
   ]
 }
 
 /**
  * Stores a group commit of logins in one statement, its own transaction (see the contract's
- * `recordLogins` and migrations 012, 015 and 016): one round trip on a pooled connection.
+ * `recordLogins` and migrations 012, 015, 016 and 019): one round trip on a pooled connection.
  */
 export async function recordLogins(
   db: Queryable,
@@ -136,8 +139,8 @@ export async function recordLogins(
       db.query(
         logins.every(derivable)
           ? {
-              name: 'record-logins-v3',
-              text: RECORD_LOGINS_V3,
+              name: 'record-logins-v4',
+              text: RECORD_LOGINS_V4,
               values: [...columns(logins), ...tail],
             }
           : {
@@ -148,10 +151,12 @@ export async function recordLogins(
       ),
     )
     // The function's result columns
-    return (res.rows as { ended_id: string; ended_identity_id: string }[]).map((r) => ({
-      id: r.ended_id,
-      identityId: r.ended_identity_id,
-    }))
+    return (res.rows as { ended_id: string; ended_identity_id: string; refused: boolean }[]).map(
+      (r): EndedSession =>
+        r.refused
+          ? { id: r.ended_id, identityId: r.ended_identity_id, refused: true }
+          : { id: r.ended_id, identityId: r.ended_identity_id },
+    )
   } catch (err) {
     throw mapPgError(err)
   }

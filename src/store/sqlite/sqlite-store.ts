@@ -118,11 +118,27 @@ export class SqliteStore implements Store {
     this.inTx = { ...facades(sync, now), publish: async () => {} }
     this.pingStmt = db.prepare('SELECT 1')
     // One synchronous transaction (better-sqlite3 keeps its BEGIN and COMMIT prepared).
-    this.loginBatch = db.transaction((logins: LoginRecord[], keep?: number): EndedSession[] => {
+    const loginState = db.prepare<[string], { disabled: number; password_hash: string | null }>(
+      'SELECT disabled, password_hash FROM identities WHERE id = ?',
+    )
+    this.loginBatch = db.transaction((batch: LoginRecord[], keep?: number): EndedSession[] => {
+      // Each login's identity as it is now, in this transaction (see the contract).
+      const refused: EndedSession[] = []
+      const logins = batch.filter((l) => {
+        const now = loginState.get(l.session.identityId)
+        const ok =
+          now !== undefined &&
+          now.disabled === 0 &&
+          (l.passwordHash === undefined || now.password_hash === l.passwordHash)
+        if (!ok) refused.push({ id: l.session.id, identityId: l.session.identityId, refused: true })
+        return ok
+      })
       sessions.insertMany(logins.map((l) => l.session))
       audit.insertMany(logins.map((l) => l.event))
-      if (keep === undefined) return []
-      return sessions.trimForIdentities([...new Set(logins.map((l) => l.session.identityId))], keep)
+      if (keep === undefined || logins.length === 0) return refused
+      const ids = [...new Set(logins.map((l) => l.session.identityId))]
+      const ended = sessions.trimForIdentities(ids, keep)
+      return refused.length === 0 ? ended : [...ended, ...refused]
     })
     const wal = !db.memory && db.pragma('journal_mode', { simple: true }) === 'wal'
     // SQLite names the WAL after the database's real path (symbolic links resolved).
