@@ -12,9 +12,9 @@
 -- sets its password, and with its DELETE. A change that came first (uncommitted) is waited for,
 -- and the row is then read again as the change left it (READ COMMITTED's recheck of a row updated
 -- meanwhile; FOR KEY SHARE does not wait for an update of other columns, and would read the row
--- as it was). A change that comes after waits for the batch's COMMIT, and its deletion of the
--- identity's sessions (a later statement, the controller also locks the identity FOR UPDATE
--- before it) sees the batch's.
+-- as it was). A change that comes after waits for the batch's COMMIT (the controller updates the
+-- identity before it ends its sessions, in one transaction), and its deletion of the identity's
+-- sessions, a later statement, sees the batch's.
 
 CREATE FUNCTION record_logins_v4(
   session_ids text[],
@@ -83,9 +83,10 @@ BEGIN
       FILTER (WHERE u.counted IS NULL OR u.counted + u.added > keep)
     INTO over_identities FROM bounded AS u;
 
-  -- "Sessions opened", as record_logins_v3 sends it (016).
+  -- "Sessions opened", as record_logins_v3 sends it (016), for the identities of stored logins.
   IF EXISTS (
-    SELECT FROM (SELECT DISTINCT unnest(identity_ids) AS i) AS d
+    SELECT FROM (SELECT DISTINCT l.i FROM unnest(identity_ids) WITH ORDINALITY AS l(i, n)
+                  WHERE l.n <> ALL (refused_n)) AS d
      WHERE NOT EXISTS (
        SELECT FROM api_sessions AS a
         WHERE a.id = (

@@ -3,8 +3,12 @@ import type { IdentityRecord } from '../store/contract.js'
 import type { LockoutRules, LoginThrottle } from './login-throttle.js'
 import { verifyPassword } from './password.js'
 
-/** Why a password login failed, as the audit trail records it (the client sees one 401). */
-export type PasswordFailure = 'unknown-user' | 'wrong-password' | 'disabled' | 'policy'
+/**
+ * Why a password login failed, as the audit trail records it (the client sees one 401). `changed`:
+ * the password matched, but the identity was disabled, deleted or given a new password before the
+ * login's session was stored (the store refused it).
+ */
+export type PasswordFailure = 'unknown-user' | 'wrong-password' | 'disabled' | 'policy' | 'changed'
 
 /** What password login needs: the stored credentials and the policy rule. */
 export interface PasswordLoginDeps {
@@ -60,4 +64,19 @@ export async function checkPassword(
   // The hash the password was checked against: the login is stored only while it is the
   // identity's (a password changed meanwhile refuses it; see the store's `recordLogins`).
   return { identity, hash }
+}
+
+/**
+ * A password login that passed `checkPassword` and was then refused by the store (`changed`): a
+ * failure as any other, for the audit trail and the backoff, whose count the check had cleared.
+ */
+export async function refusedAfterCheck(
+  deps: PasswordLoginDeps,
+  username: string,
+  identity: IdentityRecord,
+  requestId: string | null,
+): Promise<void> {
+  const rules = await deps.lockoutOf?.(identity)
+  await deps.throttle?.failed(username, rules, true)
+  await deps.onFailure?.(username, identity, 'changed', requestId)
 }

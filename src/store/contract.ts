@@ -312,8 +312,8 @@ export interface SessionRepository {
   touch(id: string, lastActivityAt: string, expiresAt: string): Promise<void>
   delete(id: string): Promise<boolean>
   /**
-   * Ends every session of an identity. Within a unit of work, so that no login batch stores one
-   * after it (see `recordLogins`); likewise `deleteForIdentityExcept`.
+   * Ends every session of an identity. Within the unit of work that updates the identity first, so
+   * that no login batch stores one after it (see `recordLogins`); likewise `deleteForIdentityExcept`.
    */
   deleteForIdentity(identityId: string): Promise<number>
   deleteExpired(before: string): Promise<number>
@@ -458,7 +458,8 @@ export interface Store {
    * identity's disabling or password change would miss the session (it ends the sessions stored
    * by then): on SQLite the batch's transaction and the change's are serial; on PostgreSQL the
    * batch reads the identities locked FOR SHARE, and a change that ends an identity's sessions
-   * updates and locks it FOR UPDATE before it deletes them (so either waits for the other's commit).
+   * updates the identity before it deletes them, in one unit of work (so either waits for the
+   * other's commit, and the later one sees what the earlier one did).
    */
   recordLogins(logins: LoginRecord[], keep?: number): Promise<EndedSession[]>
   /** How many `recordLogins` calls the session service keeps in flight at most. */

@@ -87,6 +87,19 @@ describe.each(STORES)('a login held between its check and its commit, on %s', (s
     expect(res.json().error.code).toBe('INVALID_AUTH')
     expect(res.headers['zt-session']).toBeUndefined()
     expect(await hasSession()).toBe(false)
+    // A failed login of the audit trail, as any other (written after the answer).
+    const filter = encodeURIComponent('action = "login-failed"')
+    await within(5000, async () => {
+      const events = (await call('GET', `/edge/management/v1/audit-events?filter=${filter}`)).json()
+        .data
+      expect(events).toMatchObject([
+        {
+          actor: { id, name: 'victim' },
+          changedFields: ['changed'],
+          requestId: res.json().error.requestId,
+        },
+      ])
+    })
     const { answer: again } = await heldLogin('a-new-password-2')
     gate.open()
     expect((await again).statusCode).toBe(200)

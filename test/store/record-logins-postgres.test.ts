@@ -291,12 +291,13 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     expect(rows).toEqual([{ id: 'alice-1' }, { id: 'alice-2' }])
   })
 
-  /** Resolves once some statement of the database waits for a lock. */
+  /** Resolves once some statement of this test's database waits for a lock. */
   async function someoneWaits(url: string): Promise<void> {
     const watcher = await client(url)
     await within(2000, async () => {
       const { rows } = await watcher.query(
-        'SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted',
+        `SELECT count(*)::int AS n FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+          WHERE NOT l.granted AND a.datname = current_database()`,
       )
       expect(rows[0].n).toBeGreaterThan(0)
     })
@@ -306,10 +307,9 @@ describe.runIf(PG_URL)('a group commit of logins on PostgreSQL, between instance
     const url = await freshPostgresUrl()
     const store = await setup(url, 'alice')
     const change = await client(url)
-    // Another instance disables alice: the identity updated and locked, its sessions not yet ended
-    // (a batch reading it FOR KEY SHARE would not wait for the update, and read it enabled).
-    await change.query(`BEGIN; UPDATE identities SET disabled = true WHERE id = 'alice';
-      SELECT FROM identities WHERE id = 'alice' FOR UPDATE`)
+    // Another instance disables alice: the identity updated, its sessions not yet ended (a batch
+    // reading it FOR KEY SHARE would not wait for that update, and would read her enabled).
+    await change.query(`BEGIN; UPDATE identities SET disabled = true WHERE id = 'alice'`)
     let settled = false
     const batch = store.recordLogins(logins('alice', [1]), 2).finally(() => {
       settled = true

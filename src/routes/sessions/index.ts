@@ -2,7 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError } from '../../errors.js'
 import type { IdentityRecord } from '../../identities/identity-service.js'
-import { checkPassword, type PasswordLoginDeps } from '../../identities/password-login.js'
+import {
+  checkPassword,
+  type PasswordLoginDeps,
+  refusedAfterCheck,
+} from '../../identities/password-login.js'
 import type { SessionRecord } from '../../identities/session-service.js'
 import { bearerChallenge, bearerTokens } from '../../jwt/challenge.js'
 import { JwtRejected, type RefusalKind } from '../../jwt/verify.js'
@@ -164,14 +168,31 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
             })
           : { ...(await passwordLogin(request.body, request.id)), endsAt: undefined }
       const secondary = await evaluateSecondary(auth, request, identity)
-      const { session, token } = await sessions.open(
-        identity,
-        authenticatorId,
-        clientAddress(request) ?? request.ip,
-        auditContext(request),
-        endsAt,
-        passwordHash,
-      )
+      const { session, token } = await sessions
+        .open(
+          identity,
+          authenticatorId,
+          clientAddress(request) ?? request.ip,
+          auditContext(request),
+          endsAt,
+          passwordHash,
+        )
+        .catch(async (err: unknown) => {
+          // Refused by the store: the identity changed after the login's check (see `open`).
+          if (err instanceof AppError && err.code === 'INVALID_AUTH') {
+            if (passwordHash === undefined) {
+              refusals.set(request, 'identity_disabled')
+              request.log.info(
+                { kind: 'identity_disabled', identityId: identity.id },
+                'ext-jwt login refused: the identity was disabled or deleted as it was stored',
+              )
+            } else {
+              const { username } = request.body as { username: string } // checked by passwordLogin
+              await refusedAfterCheck(passwords, username, identity, request.id)
+            }
+          }
+          throw err
+        })
       const seconds = sessions.expirationSeconds(session)
       reply.headers(sessionExpiryHeaders(sessions, session))
       reply.header('zt-session', token)

@@ -99,23 +99,10 @@ export class PgSessionRepository implements SessionRepository {
     return ((await this.run('DELETE FROM api_sessions WHERE id = $1', [id])).rowCount ?? 0) > 0
   }
 
-  /**
-   * Before an identity's sessions are ended (in the unit of work that disables it or changes its
-   * password): the identity locked FOR UPDATE, which a login batch's FOR SHARE read of it
-   * (migration 019) waits for, and which waits for a batch that read it first. The deletion, a
-   * statement after this one, then sees every session such a batch stored; a batch after it
-   * reads the identity as changed and stores none. (The unit of work's UPDATE of the identity
-   * conflicts with the batch's read already; this holds whatever came before it.)
-   */
-  private async lockIdentity(identityId: string): Promise<void> {
-    await this.run('SELECT FROM identities WHERE id = $1 FOR UPDATE', [identityId])
-  }
-
   // An identity's sessions are locked oldest first, the order in which a login batch holds the
   // oldest of them (migration 016): a deletion then waits holding none that the batch's cap
   // trim could wait for.
   async deleteForIdentity(identityId: string): Promise<number> {
-    await this.lockIdentity(identityId)
     const sql = `DELETE FROM api_sessions WHERE id IN (SELECT id FROM api_sessions
       WHERE identity_id = $1 ORDER BY created_at, id FOR UPDATE)`
     const res = await this.run(sql, [identityId])
@@ -137,7 +124,6 @@ export class PgSessionRepository implements SessionRepository {
   }
 
   async deleteForIdentityExcept(identityId: string, keepId: string): Promise<string[]> {
-    await this.lockIdentity(identityId)
     const sql = `DELETE FROM api_sessions WHERE id IN (SELECT id FROM api_sessions
       WHERE identity_id = $1 AND id <> $2 ORDER BY created_at, id FOR UPDATE) RETURNING id`
     const res = await this.run(sql, [identityId, keepId])
