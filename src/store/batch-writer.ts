@@ -40,6 +40,12 @@ interface Pending<T> {
  */
 const MAX_BATCH = 256
 
+/** Settles a written item: rejected with its error if its write refused it, else resolved. */
+function settle<T>(p: Pending<T>, refused: ReadonlyMap<T, unknown> | undefined): void {
+  if (refused?.has(p.item)) p.reject(refused.get(p.item))
+  else p.resolve()
+}
+
 /**
  * What a writer has done so far (the metrics follow it): units of work run, items committed, and
  * the seconds at least one unit of work was in flight: their rate is the share of time the writer
@@ -139,10 +145,7 @@ export class BatchWriter<T> {
   private async flushItems(batch: Pending<T>[]): Promise<void> {
     try {
       const refused = await this.writeItems(batch.map((p) => p.item))
-      for (const p of batch) {
-        if (refused?.has(p.item)) p.reject(refused.get(p.item))
-        else p.resolve()
-      }
+      for (const p of batch) settle(p, refused)
     } catch (err) {
       // The store did not answer: each item alone would wait as long again, one after another.
       if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') {
@@ -152,9 +155,7 @@ export class BatchWriter<T> {
       // One bad item must not fail the others: retry each in a write of its own.
       for (const p of batch) {
         try {
-          const refused = await this.writeItems([p.item])
-          if (refused?.has(p.item)) p.reject(refused.get(p.item))
-          else p.resolve()
+          settle(p, await this.writeItems([p.item]))
         } catch (err) {
           p.reject(err)
         }
