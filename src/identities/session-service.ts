@@ -205,11 +205,18 @@ export class SessionService {
     if (now.getTime() - Date.parse(session.lastActivityAt) >= TOUCH_INTERVAL_MS) {
       const lastActivityAt = now.toISOString()
       const expiresAt = this.expiry(now, session.hardExpiresAt)
+      let touched: boolean
       try {
-        await sessions.touch(session.id, lastActivityAt, expiresAt)
+        touched = await sessions.touch(session.id, lastActivityAt, expiresAt)
       } catch (err) {
         this.forget(session.id) // what is kept must never be ahead of what is stored
         throw err
+      }
+      if (!touched) {
+        // Ended meanwhile where no notification names it (another instance's purge of expired
+        // sessions), or expired in the store: sliding the kept copy would revive it here only.
+        this.forget(session.id)
+        return undefined
       }
       session.lastActivityAt = lastActivityAt
       session.expiresAt = expiresAt

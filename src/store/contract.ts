@@ -309,7 +309,11 @@ export interface SessionRepository {
   get(id: string): Promise<SessionRecord | undefined>
   /** A session whose token does not name it (`legacyToken`), by the token's hash. */
   getLegacyByTokenHash(hash: Buffer): Promise<SessionRecord | undefined>
-  touch(id: string, lastActivityAt: string, expiresAt: string): Promise<void>
+  /**
+   * Slides a session's expiry; false when no such session is stored or the store holds it expired
+   * at `lastActivityAt` (another instance's purge may have deleted it meanwhile): never revived.
+   */
+  touch(id: string, lastActivityAt: string, expiresAt: string): Promise<boolean>
   delete(id: string): Promise<boolean>
   /**
    * Ends every session of an identity. Within the unit of work that updates the identity first, so

@@ -80,6 +80,24 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
     await within(1000, async () => expect(await current(a, token)).toBe(401))
   })
 
+  it('refuses a session deleted where no notification names it (as another instance purges expired ones) at its next touch, never reviving it', async () => {
+    const { url, a, b } = await twoInstances()
+    const token = await login(a)
+    expect(await current(a, token)).toBe(200) // kept on A
+    const db = new pg.Client({ connectionString: url })
+    await db.connect()
+    try {
+      // B's purge of expired sessions announces no id: A hears nothing of this one.
+      await db.query('DELETE FROM api_sessions WHERE id = $1', [token.split('.')[0]])
+    } finally {
+      await db.end()
+    }
+    await new Promise((r) => setTimeout(r, 1100)) // A's next use slides the session's expiry
+    expect(await current(a, token)).toBe(401)
+    expect(await current(a, token)).toBe(401)
+    expect(await current(b, token)).toBe(401)
+  })
+
   it("slides a session's expiry through whichever instance is used, and keeps it alive on both", async () => {
     const { a, b } = await twoInstances({ sessionTimeoutMs: 2000 })
     const token = await login(a)

@@ -90,9 +90,11 @@ export class PgSessionRepository implements SessionRepository {
     return row ? toRecord(row) : undefined
   }
 
-  async touch(id: string, lastActivityAt: string, expiresAt: string): Promise<void> {
-    const sql = 'UPDATE api_sessions SET last_activity_at = $1, expires_at = $2 WHERE id = $3'
-    await this.run(sql, [lastActivityAt, expiresAt, id], 'session-touch')
+  async touch(id: string, lastActivityAt: string, expiresAt: string): Promise<boolean> {
+    const sql =
+      'UPDATE api_sessions SET last_activity_at = $1, expires_at = $2 WHERE id = $3 AND expires_at > $1'
+    const res = await this.run(sql, [lastActivityAt, expiresAt, id], 'session-touch')
+    return (res.rowCount ?? 0) > 0
   }
 
   async delete(id: string): Promise<boolean> {

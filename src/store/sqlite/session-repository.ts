@@ -80,8 +80,8 @@ export class SessionRepository {
     this.legacyByHashStmt = db.prepare<[Buffer], SessionRow>(
       'SELECT * FROM api_sessions WHERE token_hash = ? AND legacy_token = 1',
     )
-    this.touchStmt = db.prepare<[string, string, string]>(
-      'UPDATE api_sessions SET last_activity_at = ?, expires_at = ? WHERE id = ?',
+    this.touchStmt = db.prepare<[string, string, string, string]>(
+      'UPDATE api_sessions SET last_activity_at = ?, expires_at = ? WHERE id = ? AND expires_at > ?',
     )
     this.deleteStmt = db.prepare<[string]>('DELETE FROM api_sessions WHERE id = ?')
     this.deleteForIdentityStmt = db.prepare<[string]>(
@@ -155,8 +155,8 @@ export class SessionRepository {
     return row ? toRecord(row) : undefined
   }
 
-  touch(id: string, lastActivityAt: string, expiresAt: string): void {
-    this.touchStmt.run(lastActivityAt, expiresAt, id)
+  touch(id: string, lastActivityAt: string, expiresAt: string): boolean {
+    return this.touchStmt.run(lastActivityAt, expiresAt, id, lastActivityAt).changes > 0
   }
 
   delete(id: string): boolean {
