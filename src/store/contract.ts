@@ -356,6 +356,7 @@ export interface LoginFailureRepository {
    * identity's (default: not); a store that bounds what it keeps forgets only other names.
    */
   addFailure(name: string, at: string, known?: boolean): Promise<number>
+  /** Locks the name until `until`, or leaves a longer lock as it is. */
   lockUntil(name: string, until: string): Promise<void>
   clear(name: string): Promise<void>
   /**

@@ -74,6 +74,31 @@ describe.each(STORES)('login throttle on %s: what is stored', (kind) => {
     expect(throttleKey(typed)).toBe(key) // the same on every instance, after every restart
     expect(throttleKey(`${typed}!`)).not.toBe(key)
   })
+
+  it('never shortens a lock: two failures counted at once, the longer lock set first, keep the longer', async () => {
+    store = await openTestStore(kind)
+    const clock = testClock()
+    const throttle = new LoginThrottle(store.repos.loginFailures, clock, {
+      attempts: 1,
+      firstMs: 60_000,
+      maxMs: 600_000,
+    })
+    const repo = store.repos.loginFailures
+    // Two instances (or two requests) count failures 1 and 2 of one name at the same moment; the
+    // second's lock (2 minutes) is written before the first's (1 minute).
+    const failures = [
+      await repo.addFailure(throttleKey('admin'), clock().toISOString(), true),
+      await repo.addFailure(throttleKey('admin'), clock().toISOString(), true),
+    ]
+    expect(failures).toEqual([1, 2])
+    const at = (ms: number) => new Date(clock().getTime() + ms).toISOString()
+    await repo.lockUntil(throttleKey('admin'), at(120_000))
+    await repo.lockUntil(throttleKey('admin'), at(60_000))
+    clock.advance(90_000)
+    expect(await refusal(throttle, 'admin')).toBe('RATE_LIMITED')
+    clock.advance(30_000)
+    expect(await refusal(throttle, 'admin')).toBeUndefined()
+  })
 })
 
 describe.skipIf(!PG_URL)(

@@ -96,6 +96,28 @@ export function clientConfig(s: PgSettings): pg.ClientConfig {
   }
 }
 
+/**
+ * The connection that migrates the schema, alone: no statement timeout, neither the server's nor
+ * the client's. A migration of a large table may take longer than a request's statement, and an
+ * instance that starts while another migrates waits for its lock; killed at the request's timeout,
+ * either would only start again and again (a migration rolled back each time). A server that
+ * vanishes is still noticed, by TCP keepalive.
+ */
+export async function migrationClient(s: PgSettings): Promise<pg.Client> {
+  const { statement_timeout: _s, query_timeout: _q, ...config } = clientConfig(s)
+  const client = new pg.Client(config)
+  client.on('error', () => {}) // a lost connection fails the statement under way
+  try {
+    await client.connect()
+    // Whatever the role's or database's default: a migration is never cut short.
+    await client.query('SET statement_timeout = 0')
+  } catch (err) {
+    await client.end().catch(() => {})
+    throw err
+  }
+  return client
+}
+
 const statementSent = channel(STATEMENT_CHANNEL)
 
 /**

@@ -44,7 +44,9 @@ export class PgLoginFailureRepository implements LoginFailureRepository {
   }
 
   async lockUntil(name: string, until: string): Promise<void> {
-    const sql = 'UPDATE login_failures SET locked_until = $2 WHERE name = $1'
+    // Never shortened: another instance's later failure may have set a longer lock already.
+    const sql =
+      'UPDATE login_failures SET locked_until = GREATEST(locked_until, $2) WHERE name = $1'
     await this.run('login-failures-lock', sql, [name, until])
   }
 

@@ -17,7 +17,13 @@ import {
 import type { Migration, MigrationLog } from '../migrations.js'
 import { PgAuditRepository } from './audit-repository.js'
 import { PgAuthPolicyRepository } from './auth-policy-repository.js'
-import { createPool, type PgSettings, type Queryable, waitForServer } from './connection.js'
+import {
+  createPool,
+  migrationClient,
+  type PgSettings,
+  type Queryable,
+  waitForServer,
+} from './connection.js'
 import { PgControllerRepository } from './controller-repository.js'
 import { mapPgError } from './errors.js'
 import { PgIdentityRepository } from './identity-repository.js'
@@ -129,7 +135,7 @@ export class PgStore implements Store {
     const pool = createPool(o.settings)
     const store = new PgStore(pool, o.settings, o.log)
     try {
-      const client = await pool.connect()
+      const client = await migrationClient(o.settings)
       try {
         await migratePostgres(
           client,
@@ -138,7 +144,7 @@ export class PgStore implements Store {
           () => o.underLock?.(store) ?? Promise.resolve(),
         )
       } finally {
-        client.release()
+        await client.end().catch(() => {})
       }
       await store.listener.start()
     } catch (err) {

@@ -39,7 +39,8 @@ export class LoginFailureRepository {
 
   lockUntil(name: string, until: string): void {
     const entry = this.known.get(name) ?? this.unknown.get(name)
-    if (entry) entry.lockedUntil = until
+    // Never shortened: a later failure counted first may have set a longer lock already.
+    if (entry && !(entry.lockedUntil && entry.lockedUntil >= until)) entry.lockedUntil = until
   }
 
   clear(name: string): void {
