@@ -77,9 +77,9 @@ interface IntRule {
   what?: string
   /**
    * Out of range is only a warning, as the reference router takes it: `clamp` uses the nearest
-   * bound, `default` the default.
+   * bound, `default` the default, `keep` the value as written.
    */
-  outOfRange?: 'clamp' | 'default'
+  outOfRange?: 'clamp' | 'default' | 'keep'
 }
 
 /** Collects problems and reads typed values, falling back to defaults where a value is bad. */
@@ -233,12 +233,20 @@ export class Checker {
         return rule.def
       }
       const used =
-        rule.outOfRange === 'default'
-          ? rule.def
-          : rule.min !== undefined && node.value < rule.min
-            ? rule.min
-            : rule.max
-      this.warn(p, node.pos, `${message}; the router uses ${used}`)
+        rule.outOfRange === 'keep'
+          ? node.value
+          : rule.outOfRange === 'default'
+            ? rule.def
+            : rule.min !== undefined && node.value < rule.min
+              ? rule.min
+              : rule.max
+      this.warn(
+        p,
+        node.pos,
+        rule.outOfRange === 'keep'
+          ? `${message}; the router accepts it as written`
+          : `${message}; the router uses ${used}`,
+      )
       return used
     }
     return node.value

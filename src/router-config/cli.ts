@@ -3,7 +3,7 @@ import { stringify } from 'yaml'
 import { caughtMessage } from '../errors.js'
 import { checkRouterConfig, type Problem } from './index.js'
 import { INIT_TEMPLATE } from './init-template.js'
-import { readSmallFile, SmallFileError } from './small-file.js'
+import { readSmallFileBytes, SmallFileError } from './small-file.js'
 
 const USAGE = `usage:
   router-config check FILE [--strict] [--json] [--print] [--check-files]
@@ -65,9 +65,10 @@ export function run(
     err(`router-config: ${problem}\n${USAGE}\n`)
     return 2
   }
-  let text: string
+  let text: Buffer
   try {
-    text = readSmallFile(file)
+    // The checker decodes the bytes as the router does: a byte that is not UTF-8 is a located error.
+    text = readSmallFileBytes(file)
   } catch (e) {
     if (e instanceof SmallFileError) {
       err(`${file}: not read: it ${e.message}; only regular files of at most 1 MiB are checked\n`)

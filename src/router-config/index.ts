@@ -1,5 +1,7 @@
 import { caughtMessage } from '../errors.js'
 import { Checker, type Checker as CheckerType, type MapNode, type Problem } from './checker.js'
+import { checkCharacters, decodeConfig } from './decode.js'
+import { hideIn, substitutedHider } from './hide.js'
 import { plainMap } from './plain.js'
 import { checkCtrl, checkIdentity, checkVersion } from './sections/core.js'
 import { checkLink } from './sections/link.js'
@@ -25,7 +27,8 @@ export interface CheckResult {
   config: RouterConfig | undefined
   /**
    * The same with each value of 8 characters or more taken from the environment shown as
-   * `${NAME}`, as the problems show them: what `--print` prints.
+   * `${NAME}`, as the problems show them (which also hide pieces of such values they quote):
+   * what `--print` prints.
    */
   printable: RouterConfig | undefined
   errors: Problem[]
@@ -103,7 +106,7 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
   const edgeMap = c.map(root, '', 'edge')
   const config: RouterConfig = {
     v: 3,
-    identity: identityMap ? checkIdentity(c, identityMap, 'identity', checkFiles, true) : {},
+    identity: identityMap ? checkIdentity(c, identityMap, 'identity', checkFiles, 'router') : {},
     ctrl: ctrlMap ? checkCtrl(c, ctrlMap) : { defaultRequestTimeout: '5s' },
     forwarder: checkForwarder(c, forwarderMap(c, root)),
     healthChecks: checkHealthChecks(c, c.map(root, '', 'healthChecks')),
@@ -154,47 +157,13 @@ function check(c: CheckerType, root: MapNode, options: CheckOptions): RouterConf
 
 const byPlace = (a: Problem, b: Problem) => a.line - b.line || a.column - b.column
 
-// Substituted values at least this long are shown by their variable's name in messages.
-const MIN_HIDDEN_LENGTH = 8
-
 /**
- * Text with each value the file took from the environment shown as `${NAME}` instead, when it is
- * long enough to be a credential: a check run in CI on a file it does not trust must not print the
- * runner's secrets (`endpoint: $AWS_SECRET_ACCESS_KEY` quoted in an error, or copied into an
- * ignored key of the printed configuration). A value is hidden as it is and as a JSON string shows
- * it (messages quote some values that way). Undefined when nothing is to be hidden.
- */
-function substitutedHider(
-  substituted: Map<string, string> | undefined,
-): ((text: string) => string) | undefined {
-  const hidden = new Map<string, string>()
-  for (const [value, name] of substituted ?? []) {
-    if (value.length < MIN_HIDDEN_LENGTH) continue
-    hidden.set(value, `\${${name}}`)
-    hidden.set(JSON.stringify(value).slice(1, -1), `\${${name}}`)
-  }
-  if (hidden.size === 0) return undefined
-  // The longest first, so that a value holding another is hidden whole.
-  const values = [...hidden.keys()].sort((a, b) => b.length - a.length)
-  return (text) => values.reduce((t, v) => t.replaceAll(v, hidden.get(v) ?? ''), text)
-}
-
-/** Every string of a configuration (values and keys) through `hide`. */
-function hideIn(value: unknown, hide: (text: string) => string): unknown {
-  if (typeof value === 'string') return hide(value)
-  if (Array.isArray(value)) return value.map((v) => hideIn(v, hide))
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [hide(k), hideIn(v, hide)]))
-  }
-  return value
-}
-
-/**
- * Loads and checks the text of a router configuration file, with `env` for `${NAME}` substitution.
+ * Loads and checks a router configuration file, its text or its bytes (UTF-8, or UTF-16 with a
+ * byte order mark, as the router reads them), with `env` for `${NAME}` substitution.
  * Never throws: every problem comes back located, and all of them in one pass.
  */
 export function checkRouterConfig(
-  text: string,
+  file: string | Uint8Array,
   env: Record<string, string | undefined>,
   options: CheckOptions = {},
 ): CheckResult {
@@ -202,7 +171,14 @@ export function checkRouterConfig(
   let config: RouterConfig | undefined
   let substituted: Map<string, string> | undefined
   try {
-    const parsed = parseTree(text, env)
+    // Bytes are decoded here; anything else is read as text (a caller without types may pass any).
+    const decoded =
+      file instanceof Uint8Array ? decodeConfig(file) : checkCharacters(String(file ?? ''))
+    if (!('text' in decoded)) {
+      c.error('', decoded.pos, decoded.message)
+      return { config, printable: config, errors: c.errors, warnings: c.warnings }
+    }
+    const parsed = parseTree(decoded.text, env)
     substituted = parsed.substituted
     for (const p of parsed.errors) c.error(p.path, p.pos, p.message)
     for (const p of parsed.warnings) c.warn(p.path, p.pos, p.message)
@@ -220,10 +196,10 @@ export function checkRouterConfig(
   }
   const hide = substitutedHider(substituted)
   const shownProblems = (problems: Problem[]) =>
-    hide ? problems.map((p) => ({ ...p, message: hide(p.message) })) : problems
+    hide ? problems.map((p) => ({ ...p, message: hide.message(p.message) })) : problems
   return {
     config,
-    printable: hide && config ? (hideIn(config, hide) as RouterConfig) : config,
+    printable: hide && config ? (hideIn(config, hide.whole) as RouterConfig) : config,
     errors: shownProblems(c.errors.sort(byPlace)),
     warnings: shownProblems(c.warnings.sort(byPlace)),
   }

@@ -8,13 +8,18 @@ export class SmallFileError extends Error {
   override name = 'SmallFileError'
 }
 
+/** Reads a regular file of at most MAX_FILE_BYTES as UTF-8 (see readSmallFileBytes). */
+export function readSmallFile(path: string): string {
+  return readSmallFileBytes(path).toString('utf8')
+}
+
 /**
- * Reads a regular file of at most MAX_FILE_BYTES as UTF-8. The file is opened without blocking
+ * Reads the bytes of a regular file of at most MAX_FILE_BYTES. The file is opened without blocking
  * and judged by its open descriptor, so a FIFO (which would block forever), a device such as
  * /dev/zero (which never ends) or a file swapped in after a check is refused, not read.
  * Throws SmallFileError saying why, or the system error of the open.
  */
-export function readSmallFile(path: string): string {
+export function readSmallFileBytes(path: string): Buffer {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
   try {
     const stat = fstatSync(fd)
@@ -33,7 +38,7 @@ export function readSmallFile(path: string): string {
         throw new SmallFileError(`is larger than ${MAX_FILE_BYTES} bytes (1 MiB)`)
       }
     }
-    return buffer.subarray(0, size).toString('utf8')
+    return buffer.subarray(0, size)
   } finally {
     closeSync(fd)
   }

@@ -1,5 +1,6 @@
 import {
   type Alias,
+  type Document,
   isAlias,
   isMap,
   isNode,
@@ -9,6 +10,7 @@ import {
   parseAllDocuments,
   type Scalar,
   type Schema,
+  visit,
 } from 'yaml'
 
 /** Where something is in the file: 1-based line and column. */
@@ -146,9 +148,13 @@ function isMergeKey(key: unknown): boolean {
   )
 }
 
-/** The yaml package's own alias budget (its `maxAliasCount`), and a bound on expanded values. */
-export const MAX_ALIASES = 100
+/**
+ * Bounds on what the aliases expand to: values, and characters of scalars and keys. Aliases
+ * themselves are not counted: a file may use as many as it likes while what they expand to stays
+ * small (reference §1.2: aliases work).
+ */
 export const MAX_NODES = 100_000
+export const MAX_CHARACTERS = 10_000_000
 /** Unset environment variables warned of, at most (see `unsetVariable`). */
 export const MAX_UNSET_WARNINGS = 100
 
@@ -170,8 +176,28 @@ function tagOf(node: Scalar, tags: Schema['tags']): string | undefined {
   return tags.find((t) => t.default === true && t.test?.test(source))?.tag
 }
 
+/**
+ * Each alias's node: the last node with its anchor before it, as the yaml package's `resolve` finds
+ * it, but in one walk of the document for all of them (`resolve` walks the document for each).
+ */
+function aliasTargets(doc: Document.Parsed): Map<Alias, unknown> {
+  const anchors = new Map<string, unknown>()
+  const targets = new Map<Alias, unknown>()
+  visit(doc, {
+    Node: (_key, node) => {
+      if (isAlias(node)) targets.set(node, anchors.get(node.source))
+      else if (node.anchor) anchors.set(node.anchor, node)
+    },
+  })
+  return targets
+}
+
 /** Turns YAML source text into a positioned tree: YAML 1.1 scalars, first document only. */
 export function parseTree(text: string, env: Record<string, string | undefined>): ParsedTree {
+  // Before expanding, the router sets TMP, TEMP and TMPDIR to Go's os.TempDir(): $TMPDIR when set
+  // and not empty, else /tmp (reference §1.3).
+  const temp = env.TMPDIR ? env.TMPDIR : '/tmp'
+  const goEnv = { ...env, TMPDIR: temp, TMP: temp, TEMP: temp }
   const errors: RawProblem[] = []
   const warnings: RawProblem[] = []
   const substituted = new Map<string, string>()
@@ -214,14 +240,20 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
 
   // The checker expands aliases itself, so the yaml package's own limit does not apply: a few
   // hundred bytes of nested aliases ("billion laughs") would otherwise expand without bound.
-  let aliases = 0
   let nodes = 0
+  let characters = 0
   const overBudget = (path: string, pos: Pos) =>
     new ExpansionLimit({
       path,
       pos,
-      message: `the YAML expands to more than ${MAX_ALIASES} aliases or ${MAX_NODES} values (an alias bomb?); nothing else was checked`,
+      message: `the YAML expands to more than ${MAX_NODES} values or ${MAX_CHARACTERS} characters (an alias bomb?); nothing else was checked`,
     })
+  const targets = aliasTargets(doc)
+  const resolve = (alias: Alias) => targets.get(alias)
+  const countCharacters = (n: number, path: string, pos: Pos) => {
+    characters += n
+    if (characters > MAX_CHARACTERS) throw overBudget(path, pos)
+  }
   /**
    * Warns of an unset variable once per value and name, and of the first MAX_UNSET_WARNINGS only
    * (then once that there are more): a value read through many aliases, each naming many unset
@@ -247,10 +279,9 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
           },
     )
   }
-  /** An alias resolved outside `convert` (a merge key's list), counted against the same budget. */
-  const resolveCounted = (alias: Alias, path: string, pos: Pos): unknown => {
-    if (++aliases > MAX_ALIASES) throw overBudget(path, pos)
-    const target = alias.resolve(doc)
+  /** An alias resolved outside `convert` (a merge key's value); what it expands to is counted there. */
+  const resolveMerged = (alias: Alias, path: string, pos: Pos): unknown => {
+    const target = resolve(alias)
     if (target === undefined) {
       errors.push({ path, pos, message: `alias *${alias.source} names no anchor before it` })
     }
@@ -264,10 +295,9 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       errors.push({ path, pos, message: 'nesting deeper than 64 levels' })
       return { kind: 'scalar', pos, value: null, quoted: false }
     }
-    if (++nodes > MAX_NODES || (isAlias(node) && ++aliases > MAX_ALIASES))
-      throw overBudget(path, pos)
+    if (++nodes > MAX_NODES) throw overBudget(path, pos)
     if (isAlias(node)) {
-      const target = node.resolve(doc)
+      const target = resolve(node)
       // The yaml package reads an alias of no anchor (or of one defined after it) as null; the
       // reference router's YAML library refuses the file.
       if (target === undefined) {
@@ -289,7 +319,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
         if (isMergeKey(keyNode)) {
           // `<<: *a` or `<<: [*a, *b]`: each map's keys are this map's own, paths included; of
           // a list, the earlier map wins (yaml.v2 merges it last).
-          const value = isAlias(pair.value) ? resolveCounted(pair.value, path, keyPos) : pair.value
+          const value = isAlias(pair.value) ? resolveMerged(pair.value, path, keyPos) : pair.value
           if (value === undefined) continue // an alias of no anchor: said already
           const sources = isSeq(value) ? [...value.items].reverse() : [value]
           for (const source of sources) {
@@ -307,6 +337,7 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
           continue
         }
         const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode)
+        countCharacters(key.length, path, keyPos)
         const childPath = path === '' ? key : `${path}.${key}`
         const seen = written.get(key)
         if (seen) {
@@ -340,14 +371,15 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
         value = Number(value.replaceAll('_', ''))
       let fromEnv = false
       if (typeof value === 'string') {
-        const written = value
-        value = expandEnv(
+        const expanded = expandEnv(
           value,
-          env,
+          goEnv,
           (name) => unsetVariable(path, pos, name),
           (name, v) => substituted.set(v, name),
         )
-        fromEnv = value !== written
+        fromEnv = expanded !== value
+        countCharacters(expanded.length, path, pos)
+        value = expanded
       }
       const scalar =
         typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'

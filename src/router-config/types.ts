@@ -95,6 +95,8 @@ export interface ListenerConfig {
   binding: string
   address?: string
   advertise?: string
+  /** A proxy or proxy_udp listener's service. */
+  service?: string
   options?: Record<string, unknown>
 }
 

@@ -1,9 +1,39 @@
 import { isIP } from 'node:net'
 
-export const PROTOCOLS = ['tls', 'tcp', 'udp', 'dtls', 'ws', 'wss', 'transport'] as const
+/** The address parsers of the reference router (§1.6); `transport` is a binding, not a protocol. */
+export const PROTOCOLS = ['tls', 'tcp', 'udp', 'dtls', 'ws', 'wss'] as const
 
-/** Splits `host:port` (IPv6 in brackets); returns a reason when it is not one. */
-export function hostPortProblem(value: string, requireHost: boolean): string | undefined {
+const isProtocol = (text: string) => PROTOCOLS.some((p) => p === text)
+
+/**
+ * A value as a message shows it: quoted and escaped as a JSON string, and cut short when long, so
+ * that a pasted key or a line break never prints whole.
+ */
+export function quote(value: string, max = 40): string {
+  const shown = JSON.stringify(value.length > max ? value.slice(0, max) : value)
+  return value.length > max ? `${shown.slice(0, -1)}..." (${value.length} characters)` : shown
+}
+
+/** The first control character of a value (a line break, a NUL), as U+XXXX, and its index. */
+export function controlCharacter(value: string): { code: string; index: number } | undefined {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i)
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+      return { code: `U+${c.toString(16).toUpperCase().padStart(4, '0')}`, index: i }
+    }
+  }
+  return undefined
+}
+
+/**
+ * Splits `host:port` (IPv6 in brackets); returns a reason when it is not one. The port is from
+ * `minPort` (1; a transport address also takes 0, reference §1.6) to 65535.
+ */
+export function hostPortProblem(
+  value: string,
+  requireHost: boolean,
+  minPort = 1,
+): string | undefined {
   let host: string
   let port: string
   if (value.startsWith('[')) {
@@ -19,7 +49,7 @@ export function hostPortProblem(value: string, requireHost: boolean): string | u
     port = value.slice(colon + 1)
     if (host.includes(':')) {
       const first = host.slice(0, host.indexOf(':'))
-      if (PROTOCOLS.some((p) => p === first))
+      if (isProtocol(first) || first === 'transport')
         return `no protocol here: write host:port, without ${first}:`
       return isIP(host) === 6
         ? 'an IPv6 host must be in brackets, as [::1]:port'
@@ -27,8 +57,8 @@ export function hostPortProblem(value: string, requireHost: boolean): string | u
     }
   }
   if (requireHost && host.trim() === '') return 'the host is missing'
-  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
-    return `the port must be a number from 1 to 65535, not "${port}"`
+  if (!/^\d{1,5}$/.test(port) || Number(port) < minPort || Number(port) > 65535) {
+    return `the port must be a number from ${minPort} to 65535, not "${port}"`
   }
   return undefined
 }
@@ -37,10 +67,10 @@ export function hostPortProblem(value: string, requireHost: boolean): string | u
 export function addressProblem(value: string): string | undefined {
   const colon = value.indexOf(':')
   const protocol = colon < 0 ? '' : value.slice(0, colon)
-  if (!PROTOCOLS.some((p) => p === protocol)) {
+  if (!isProtocol(protocol)) {
     return `"${value}" is not an address: use protocol:host:port with protocol ${PROTOCOLS.join(', ')}`
   }
-  const problem = hostPortProblem(value.slice(colon + 1), false)
+  const problem = hostPortProblem(value.slice(colon + 1), false, 0)
   return problem ? `"${value}" is not a valid address: ${problem}` : undefined
 }
 
@@ -48,9 +78,36 @@ export function addressProblem(value: string): string | undefined {
 export function advertiseProblem(value: string): string | undefined {
   const colon = value.indexOf(':')
   const protocol = value.slice(0, colon)
-  if (colon > 0 && PROTOCOLS.some((p) => p === protocol)) return addressProblem(value)
+  if (colon > 0 && isProtocol(protocol)) return addressProblem(value)
   const problem = hostPortProblem(value, true)
   return problem ? `"${value}" is not host:port or protocol:host:port: ${problem}` : undefined
+}
+
+/**
+ * An edge listener's advertise (reference §2.7): host:port without a protocol. The router reads the
+ * port after the first colon, so an IPv6 host, bracketed or not, cannot be advertised.
+ */
+export function edgeAdvertiseProblem(value: string): string | undefined {
+  const colon = value.indexOf(':')
+  const first = value.slice(0, colon)
+  if (colon > 0 && (isProtocol(first) || first === 'transport'))
+    return `"${value}": no protocol here: an edge listener advertises host:port, without ${first}:`
+  if (value.startsWith('[') || (colon >= 0 && value.indexOf(':', colon + 1) >= 0)) {
+    return `"${value}": an edge listener advertises host:port with one colon (the router reads the port after the first colon), so an IPv6 address cannot be advertised; use a DNS name`
+  }
+  const problem = hostPortProblem(value, true)
+  return problem ? `"${value}" is not host:port: ${problem}` : undefined
+}
+
+/**
+ * An edge listener's address beyond the address rules (reference §2.7): the router splits it at
+ * every colon and reads the third part as the port, so an IPv6 host fails there, even in brackets.
+ */
+export function edgeAddressProblem(value: string): string | undefined {
+  if (!/^\d+$/.test(value.split(':')[2] ?? '')) {
+    return `"${value}": the router reads an edge listener's port as the third colon-separated part, so an IPv6 host fails (even in brackets); listen on 0.0.0.0 or a host name`
+  }
+  return undefined
 }
 
 export type IdentityLocation =
@@ -68,35 +125,44 @@ export function identityLocation(value: string, allowEngine: boolean): IdentityL
       ? { kind: 'pem', pem }
       : 'the pem: value holds no PEM block (-----BEGIN ...)'
   }
+  const shown = quote(value)
+  // Anything else is a URL to the router, and Go's URL parser refuses control characters.
+  const control = controlCharacter(value)
+  if (control) {
+    const pem = value.includes('-----BEGIN')
+      ? '; an inline PEM must start with pem: or -----BEGIN'
+      : ''
+    return `${shown} holds the control character ${control.code} at character ${control.index + 1}, which the router refuses (it reads the value as a URL)${pem}`
+  }
   if (value.startsWith('file:')) {
     if (!value.startsWith('file:///') && !value.startsWith('file:/')) {
-      return `"${value}" is not read as a file by the router: write file:///absolute/path or a plain path`
+      return `${shown} is not read as a file by the router: write file:///absolute/path or a plain path`
     }
     if (value.startsWith('file://') && !value.startsWith('file:///')) {
-      return `"${value}" names a host, not a path: write file:///absolute/path`
+      return `${shown} names a host, not a path: write file:///absolute/path`
     }
     try {
       return { kind: 'file', path: decodeURIComponent(new URL(value).pathname) }
     } catch {
-      return `"${value}" is not a valid file URL`
+      return `${shown} is not a valid file URL`
     }
   }
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(value)?.[1]
   if (scheme && scheme.length === 1) {
     // Go's URL parser reads C:\... as the scheme c, as the router on Linux does.
-    return `"${value}" reads as the URL scheme ${scheme.toLowerCase()}:, not a path (a Windows path?): use a path, file:// or pem:`
+    return `${shown} reads as the URL scheme ${scheme.toLowerCase()}:, not a path (a Windows path?): use a path, file:// or pem:`
   }
   if (scheme) {
     return allowEngine
       ? { kind: 'engine', scheme }
-      : `"${value}": the scheme ${scheme}: is not supported here (use a path, file:// or pem:)`
+      : `${shown}: the scheme "${scheme}:" is not supported here (use a path, file:// or pem:)`
   }
   if (/[#?]/.test(value))
-    return `"${value}": the router reads # and ? in a path as URL parts; rename the file`
+    return `${shown}: the router reads # and ? in a path as URL parts; rename the file`
   // The router reads a path as a URL: a % starts an escape (%20 is a space), and must be one.
   const badEscape = /%(?![0-9A-Fa-f]{2})/.exec(value)
   if (badEscape) {
-    return `"${value}": invalid URL escape "${value.slice(badEscape.index, badEscape.index + 3)}" (the router reads a path as a URL; write % as %25)`
+    return `${shown}: invalid URL escape ${quote(value.slice(badEscape.index, badEscape.index + 3))} (the router reads a path as a URL; write % as %25)`
   }
   return { kind: 'file', path: value.includes('%') ? unescapePath(value) : value }
 }
@@ -121,13 +187,28 @@ export function cidrProblem(value: string): string | undefined {
     : undefined
 }
 
-/** A tunnel resolver: `udp://ip:port` (a DNS server) or `file://path` (a hosts file). */
+const DISPOSITIONS = ['refused', 'servfail', 'timeout']
+
+/**
+ * A tunnel resolver: `udp://ip:port` (a DNS server) or `file://path` (a hosts file), with an
+ * optional query that says what unanswerable questions get: `?unanswerable=servfail`,
+ * `?response=servfail` or a bare `?servfail` (refused, servfail or timeout, in any case).
+ */
 export function resolverProblem(value: string): string | undefined {
-  if (value.startsWith('udp://')) {
-    const problem = hostPortProblem(value.slice(6), true)
+  const q = value.indexOf('?')
+  const base = q < 0 ? value : value.slice(0, q)
+  if (q >= 0) {
+    const query = value.slice(q + 1)
+    const disposition = query.replace(/^(unanswerable|response)=/, '')
+    if (!DISPOSITIONS.includes(disposition.toLowerCase())) {
+      return `"${value}": the query must be ?unanswerable=, ?response= or a bare one of ${DISPOSITIONS.join(', ')}`
+    }
+  }
+  if (base.startsWith('udp://')) {
+    const problem = hostPortProblem(base.slice(6), true)
     return problem ? `"${value}": ${problem}` : undefined
   }
-  if (value.startsWith('file://') || value.startsWith('/')) return undefined
+  if (base.startsWith('file://') || base.startsWith('/')) return undefined
   return `"${value}" is not a resolver: use udp://ip:port (for example udp://127.0.0.1:53) or file:///path`
 }
 

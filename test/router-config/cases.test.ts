@@ -368,8 +368,12 @@ const cases: Case[] = [
   },
   {
     name: 'edge listener with a bad address',
-    yaml: BASE.replace('address: tls:0.0.0.0:3022', 'address: tls:0.0.0.0:0'),
+    yaml: BASE.replace('address: tls:0.0.0.0:3022', 'address: tls:0.0.0.0:65536'),
     errors: [['listeners[0].address', 18]],
+  },
+  {
+    name: 'a transport address takes port 0 (reference §1.6)',
+    yaml: BASE.replace('address: tls:0.0.0.0:3022', 'address: tls:0.0.0.0:0'),
   },
   {
     name: 'edge listener advertise at top level',
@@ -437,32 +441,32 @@ const cases: Case[] = [
     errors: [['listeners[0].options.mode', 19]],
   },
   {
-    name: 'tunnel resolver outside tproxy',
+    name: 'tunnel resolver outside tproxy is ignored with a warning',
     yaml: BASE.replace(
       'listeners:\n  - binding: edge',
       'listeners:\n  - binding: tunnel\n    options:\n      mode: host\n      resolver: udp://127.0.0.1:53\n  - binding: edge',
     ),
-    errors: [['listeners[0].options.resolver', 20]],
+    warnings: [['listeners[0].options.resolver', 20]],
   },
   {
-    name: 'tunnel services outside proxy',
+    name: 'tunnel services outside proxy are ignored with a warning',
     yaml: BASE.replace(
       'listeners:\n  - binding: edge',
       'listeners:\n  - binding: tunnel\n    options:\n      mode: tproxy\n      services: [web:80]\n  - binding: edge',
     ),
-    errors: [['listeners[0].options.services', 20]],
+    warnings: [['listeners[0].options.services', 20]],
   },
   {
-    name: 'tunnel bad resolver, range and service port',
+    name: 'tunnel bad range and service port; a bad resolver is a warning (a dummy one serves)',
     yaml: BASE.replace(
       'listeners:\n  - binding: edge',
       'listeners:\n  - binding: tunnel\n    options:\n      mode: tproxy\n      resolver: 127.0.0.1\n      dnsSvcIpRange: 100.64.0.1/40\n  - binding: tunnel\n    options:\n      mode: proxy\n      services: [web:99999]\n  - binding: edge',
     ),
     errors: [
-      ['listeners[0].options.resolver', 20],
       ['listeners[0].options.dnsSvcIpRange', 21],
       ['listeners[1].options.services[0]', 25],
     ],
+    warnings: [['listeners[0].options.resolver', 20]],
   },
   // dialers
   {

@@ -142,13 +142,14 @@ describe('realistic configurations', () => {
     expect(r.config?.listeners?.[0]?.options?.mode).toBe(mode)
   })
 
-  it('defaults a tunnel listener to host mode', () => {
+  it('defaults a tunnel listener to tproxy mode, the router code default (reference §4)', () => {
     const r = checkRouterConfig(
       TUNNELER('host', '').replace('      mode: host\n', '      lanIf: eth0\n'),
       {},
     )
     expect(r.errors).toEqual([])
-    expect(r.config?.listeners?.[0]?.options?.mode).toBe('host')
+    expect(r.warnings).toEqual([])
+    expect(r.config?.listeners?.[0]?.options?.mode).toBe('tproxy')
   })
 
   it('reports every problem of a broken file in one pass, in file order', () => {

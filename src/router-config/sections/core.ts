@@ -7,7 +7,7 @@ import { plainMap } from '../plain.js'
 import { readSmallFile, SmallFileError } from '../small-file.js'
 import type { TNode } from '../tree.js'
 import type { CtrlConfig, IdentityConfig } from '../types.js'
-import { addressProblem, identityLocation } from '../values.js'
+import { addressProblem, identityLocation, quote } from '../values.js'
 
 const ROOT = { line: 1, column: 1 }
 
@@ -69,6 +69,9 @@ function privateKey(text: string): KeyObject | string {
   }
 }
 
+/** A path as messages show it: quoted (so a piece of a value from the environment is hidden). */
+const shownPath = (path: string) => quote(path, 200)
+
 function identityValue(
   c: Checker,
   map: MapNode,
@@ -89,10 +92,12 @@ function identityValue(
   }
   if (!checkFiles || loc.kind === 'engine') return value
   let text = ''
-  const what = loc.kind === 'file' ? `file ${loc.path}` : 'the inline pem: value'
+  // A path decoded from %XX escapes may hold a line break: it prints escaped, and short.
+  const file = loc.kind === 'file' ? `file ${shownPath(loc.path)}` : ''
+  const what = loc.kind === 'file' ? file : 'the inline pem: value'
   if (loc.kind === 'pem') text = loc.pem
   else if (!existsSync(loc.path)) {
-    c.error(join(path, key), node.pos, `file ${loc.path} does not exist`)
+    c.error(join(path, key), node.pos, `${file} does not exist`)
     return value
   } else {
     try {
@@ -100,7 +105,7 @@ function identityValue(
     } catch (err) {
       const why =
         err instanceof SmallFileError ? err.message : `cannot be read: ${caughtMessage(err)}`
-      c.error(join(path, key), node.pos, `file ${loc.path} ${why}; only regular files are read`)
+      c.error(join(path, key), node.pos, `${file} ${why}; only regular files are read`)
       return value
     }
   }
@@ -132,13 +137,25 @@ function checkPair(
     c.error(certPath, node.pos, `the certificate's public key is not the one of ${keyName}`)
 }
 
+const WEB_IDENTITY =
+  'a web identity needs cert, server_cert, key and ca (the router refuses it otherwise)'
+
+/** Which keys must be there: cert and key for the router, all four for a web server (§3). */
+const REQUIRED: Record<'router' | 'web', [key: string, what: string][]> = {
+  router: [
+    ['cert', 'the client certificate of the router (its id is the certificate CN)'],
+    ['key', 'the private key of cert'],
+  ],
+  web: ['cert', 'server_cert', 'key', 'ca'].map((key): [string, string] => [key, WEB_IDENTITY]),
+}
+
 /** The identity section: certificate, key and CA locations. */
 export function checkIdentity(
   c: Checker,
   map: MapNode,
   path: string,
   checkFiles: boolean,
-  required: boolean,
+  required: keyof typeof REQUIRED,
 ): IdentityConfig {
   c.known(map, path, IDENTITY_KEYS)
   const out: IdentityConfig = {}
@@ -161,16 +178,8 @@ export function checkIdentity(
     `${path}.${serverKey}`,
     at('server_cert'),
   )
-  if (required) {
-    if (!c.has(map, 'cert'))
-      c.missing(
-        map,
-        ROOT,
-        path,
-        'cert',
-        'the client certificate of the router (its id is the certificate CN)',
-      )
-    if (!c.has(map, 'key')) c.missing(map, ROOT, path, 'key', 'the private key of cert')
+  for (const [key, what] of REQUIRED[required]) {
+    if (!c.has(map, key)) c.missing(map, ROOT, path, key, what)
   }
   const alts = c.list(map, path, 'alt_server_certs')
   if (alts) {
@@ -236,20 +245,19 @@ export function checkCtrl(c: Checker, map: MapNode): CtrlConfig {
   }
   const endpoint = address(c, map, path, 'endpoint')
   if (endpoint !== undefined) out.endpoint = endpoint
-  const endpoints = c.strList(map, path, 'endpoints', (e, itemPath, pos) => {
-    const problem = addressProblem(e)
-    if (problem) c.error(itemPath, pos, problem)
-  })
-  if (endpoints) {
-    // When endpoint is set the router ignores endpoints: the effective configuration does too.
-    if (!c.has(map, 'endpoint')) out.endpoints = endpoints
-  }
   if (c.has(map, 'endpoint') && c.has(map, 'endpoints')) {
+    // The router never reads endpoints then (seed: "When both are given, endpoints is ignored").
     c.warn(
       join(path, 'endpoints'),
       (map.entries.get('endpoints')?.value ?? map).pos,
       'endpoints is ignored because endpoint is set',
     )
+  } else {
+    const endpoints = c.strList(map, path, 'endpoints', (e, itemPath, pos) => {
+      const problem = addressProblem(e)
+      if (problem) c.error(itemPath, pos, problem)
+    })
+    if (endpoints) out.endpoints = endpoints
   }
   // An empty list names no controller either.
   const listed = c.entry(map, 'endpoints')

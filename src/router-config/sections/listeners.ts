@@ -1,10 +1,13 @@
 import { type Checker, join, type MapNode } from '../checker.js'
 import { plainMap } from '../plain.js'
+import type { Pos } from '../tree.js'
 import type { ListenerConfig } from '../types.js'
 import {
   addressProblem,
   advertiseProblem,
   cidrProblem,
+  edgeAddressProblem,
+  edgeAdvertiseProblem,
   resolverProblem,
   serviceProblem,
 } from '../values.js'
@@ -25,6 +28,8 @@ function at(map: MapNode, key: string) {
   return (map.entries.get(key)?.value ?? map).pos
 }
 
+type Check = (value: string) => string | undefined
+
 function tunnel(
   c: Checker,
   options: MapNode | undefined,
@@ -32,39 +37,53 @@ function tunnel(
   fallback: MapNode,
 ): Record<string, unknown> {
   const op = join(p, 'options')
-  const mode = c.str(options, op, 'mode') ?? 'host'
-  if (options && c.has(options, 'mode') && !MODES.includes(mode)) {
+  // The router's own default (reference §4); the CLI writes host into the files it generates.
+  const mode = c.str(options, op, 'mode') ?? 'tproxy'
+  // tproxy:<diverter> is tproxy with a named diverter.
+  const effective = mode.startsWith('tproxy:') ? 'tproxy' : mode
+  if (options && c.has(options, 'mode') && !MODES.includes(effective)) {
     c.error(
       join(op, 'mode'),
       at(options, 'mode'),
-      `mode "${mode}" is not one of host, tproxy, proxy`,
+      `mode "${mode}" is not one of host, tproxy, proxy (or tproxy:<diverter>)`,
     )
   }
-  const only = (key: string, wanted: string, check: (v: string) => string | undefined) => {
+  /** An option of one mode: ignored (a warning) in another; when bad, an error unless `lenient`. */
+  const only = (key: string, wanted: string, check: Check, lenient?: string) => {
     if (!options || !c.has(options, key)) return
-    if (mode !== wanted) {
-      c.error(
+    if (effective !== wanted) {
+      c.warn(
         join(op, key),
         at(options, key),
-        `${key} is used only with mode ${wanted} (this listener is mode ${mode})`,
+        `${key} is ignored in mode ${mode}: the router uses it only with mode ${wanted}`,
       )
       return
+    }
+    const report = (itemPath: string, pos: Pos, problem: string) => {
+      if (lenient) c.warn(itemPath, pos, `${problem}; ${lenient}`)
+      else c.error(itemPath, pos, problem)
     }
     if (key === 'services') {
       c.strList(options, op, key, (s, itemPath, pos) => {
         const problem = check(s)
-        if (problem) c.error(itemPath, pos, problem)
+        if (problem) report(itemPath, pos, problem)
       })
       return
     }
     const value = c.str(options, op, key)
     const problem = value === undefined ? undefined : check(value)
-    if (problem) c.error(join(op, key), at(options, key), problem)
+    if (problem) report(join(op, key), at(options, key), problem)
   }
-  only('resolver', 'tproxy', resolverProblem)
+  // A resolver the router cannot use is logged, and a dummy one serves instead (reference §4).
+  only(
+    'resolver',
+    'tproxy',
+    resolverProblem,
+    'the router logs it and starts a dummy resolver (intercepted names do not resolve)',
+  )
   only('dnsSvcIpRange', 'tproxy', cidrProblem)
   only('services', 'proxy', serviceProblem)
-  if (mode === 'proxy' && !c.has(options, 'services')) {
+  if (effective === 'proxy' && !c.has(options, 'services')) {
     c.warn(
       join(op, 'services'),
       (options ?? fallback).pos,
@@ -108,6 +127,18 @@ export function checkListeners(
     // An edge listener's options are channel options too, validated at start.
     if (options && binding === 'edge') c.channelOptions(options, join(p, 'options'), true)
     const out: ListenerConfig = { binding: binding ?? '' }
+    if (binding === 'proxy' || binding === 'proxy_udp') {
+      // Read beside address; the router refuses to start without it (reference §2.7).
+      const service = c.str(l, p, 'service')
+      if (!c.has(l, 'service') || service === '') {
+        c.error(
+          join(p, 'service'),
+          c.has(l, 'service') ? at(l, 'service') : l.pos,
+          `service is required for a ${binding} listener: the name of the service it forwards to, beside address`,
+        )
+      }
+      if (service !== undefined) out.service = service
+    }
     if (binding === 'tunnel') {
       out.options = tunnel(c, options, p, l)
       return [out]
@@ -128,7 +159,8 @@ export function checkListeners(
         'address is required: where to listen, such as tls:0.0.0.0:3022',
       )
     } else if (address !== undefined) {
-      const problem = addressProblem(address)
+      const problem =
+        addressProblem(address) ?? (binding === 'edge' ? edgeAddressProblem(address) : undefined)
       if (problem) c.error(join(p, addressKey), at(l, addressKey), problem)
       out.address = address
     }
@@ -149,7 +181,8 @@ export function checkListeners(
         'advertise is required (in options or beside address): the host:port clients use, such as router1.example.com:3022',
       )
     } else if (advertise !== undefined && adMap) {
-      const problem = advertiseProblem(advertise)
+      const problem =
+        binding === 'edge' ? edgeAdvertiseProblem(advertise) : advertiseProblem(advertise)
       if (problem) c.error(join(adPath, 'advertise'), at(adMap, 'advertise'), problem)
       // Written once, where it was read (options keep theirs): the output checks again cleanly.
       if (adMap === l) out.advertise = advertise

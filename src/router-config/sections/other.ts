@@ -137,16 +137,18 @@ export function checkCsr(
 export function checkForwarder(c: Checker, map: MapNode | undefined): ForwarderConfig {
   const path = 'forwarder'
   const ms = 'milliseconds'
+  // The router takes a negative time as written (reference §2.4); the seed states no bound.
+  const keep = 'keep' as const
   const rules = {
-    faultTxInterval: { def: 15000, min: 0, what: `${ms}, 0 disables` },
-    idleCircuitTimeout: { def: 60000, min: 0, what: ms },
-    idleTxInterval: { def: 60000, min: 0, what: `${ms}, 0 disables` },
+    faultTxInterval: { def: 15000, min: 0, what: `${ms}, 0 disables`, outOfRange: keep },
+    idleCircuitTimeout: { def: 60000, min: 0, what: ms, outOfRange: keep },
+    idleTxInterval: { def: 60000, min: 0, what: `${ms}, 0 disables`, outOfRange: keep },
     linkDialQueueLength: { def: 1000, min: 1, max: 10000 },
     linkDialWorkerCount: { def: 32, min: 1, max: 10000 },
     rateLimitedQueueLength: { def: 5000, min: 1, max: 50000 },
     rateLimitedWorkerCount: { def: 5, min: 1, max: 10000 },
-    xgressCloseCheckInterval: { def: 5000, min: 0, what: ms },
-    xgressDialDwellTime: { def: 0, min: 0, what: ms },
+    xgressCloseCheckInterval: { def: 5000, min: 0, what: ms, outOfRange: keep },
+    xgressDialDwellTime: { def: 0, min: 0, what: ms, outOfRange: keep },
     xgressDialQueueLength: { def: 1000, min: 1, max: 10000 },
     xgressDialWorkerCount: { def: 128, min: 1, max: 10000 },
   }
@@ -156,7 +158,15 @@ export function checkForwarder(c: Checker, map: MapNode | undefined): ForwarderC
   ) as unknown as ForwarderConfig // every key of rules is a ForwarderConfig number
   const probe = c.int(map, path, 'latencyProbeInterval', { min: 0, what: ms })
   if (probe !== undefined) out.latencyProbeInterval = probe
-  if (c.has(map, 'unresponsiveLinkTimeout'))
+  // A duration string or an integer of milliseconds (reference §2.4), at least 5s either way.
+  const timeout = c.entry(map, 'unresponsiveLinkTimeout')
+  if (
+    timeout?.kind === 'scalar' &&
+    typeof timeout.value === 'number' &&
+    timeout.float === undefined
+  )
+    c.int(map, path, 'unresponsiveLinkTimeout', { min: 5000, what: 'milliseconds, or a duration' })
+  else if (timeout !== undefined)
     c.durationMs(map, path, 'unresponsiveLinkTimeout', { def: 60_000, min: 5000 })
   return out
 }
@@ -317,7 +327,7 @@ export function checkWeb(c: Checker, root: MapNode, checkFiles: boolean): WebCon
     })
     const out: WebConfig = { name: name ?? '', bindPoints, apis }
     const identity = c.map(w, p, 'identity')
-    if (identity) out.identity = checkIdentity(c, identity, join(p, 'identity'), checkFiles, true)
+    if (identity) out.identity = checkIdentity(c, identity, join(p, 'identity'), checkFiles, 'web')
     const options = c.map(w, p, 'options')
     if (options) {
       const op = join(p, 'options')
