@@ -158,6 +158,21 @@ export const MAX_CHARACTERS = 10_000_000
 /** Unset environment variables warned of, at most (see `unsetVariable`). */
 export const MAX_UNSET_WARNINGS = 100
 
+/**
+ * A plain scalar's value as yaml.v2 reads it where YAML 1.1 and Go disagree: base 60 (`1:30`, 90
+ * to the yaml package) is a string to yaml.v2, whose numbers are Go's `strconv.ParseInt(s, 0, 64)`
+ * of the text without underscores; and that takes `0o3` (3), a string to the yaml package.
+ */
+function asYamlV2Reads(source: string, value: unknown): unknown {
+  if (typeof value === 'number' && source.includes(':')) return source
+  const octal = /^([-+]?)0o([0-7_]+)$/.exec(source)
+  if (typeof value === 'string' && octal) {
+    const digits = (octal[2] ?? '').replaceAll('_', '')
+    if (digits !== '') return (octal[1] === '-' ? -1 : 1) * Number.parseInt(digits, 8)
+  }
+  return value
+}
+
 /** Ends a conversion that went over the expansion budget. */
 class ExpansionLimit extends Error {
   constructor(readonly problem: RawProblem) {
@@ -369,6 +384,9 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       // The yaml package leaves `!!float 3` a string (its 1.1 float forms need a dot); Go reads 3.0.
       if (node.tag === FLOAT_TAG && typeof value === 'string' && /^[-+]?[0-9][0-9_]*$/.test(value))
         value = Number(value.replaceAll('_', ''))
+      if (!node.tag && node.type === 'PLAIN' && typeof node.source === 'string') {
+        value = asYamlV2Reads(node.source, value)
+      }
       let fromEnv = false
       if (typeof value === 'string') {
         const expanded = expandEnv(

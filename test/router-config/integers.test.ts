@@ -93,8 +93,17 @@ describe('integer fields of the router configuration', () => {
     expect(errors[0]?.message).toContain('float')
   })
 
-  it.each(['3', '03', '0x3', '+3'])('v: %s is the integer 3', (value) => {
+  it.each(['3', '03', '0x3', '+3', '0o3', '0o0_3'])('v: %s is the integer 3', (value) => {
     expect(errorsAt(BASE.replace('v: 3', `v: ${value}`))).toEqual([])
+  })
+
+  it('reads base 60 as yaml.v2 does, a string: v: 0:3 is no version, 1:30 no duration or count', () => {
+    expect(errorsAt(BASE.replace('v: 3', 'v: 0:3'))).toEqual([['v', 1]])
+    const yaml = `${BASE}forwarder:\n  xgressDialDwellTime: 1:30\n`
+    expect(errorsAt(yaml)).toEqual([['forwarder.xgressDialDwellTime', lines(yaml)]])
+    // Quoted, or in a string field, the text is kept as written.
+    const csr = `${BASE}edge:\n  csr:\n    organization: 1:30\n`
+    expect(check(csr).config?.edge?.csr?.organization).toBe('1:30')
   })
 
   const cases = FIELDS.flatMap(([path, snippet, good]) =>
