@@ -11,6 +11,8 @@ import {
   type Scalar,
   type Schema,
   visit,
+  type YAMLMap,
+  type YAMLSeq,
 } from 'yaml'
 
 /** Where something is in the file: 1-based line and column. */
@@ -257,12 +259,22 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   // hundred bytes of nested aliases ("billion laughs") would otherwise expand without bound.
   let nodes = 0
   let characters = 0
+  /** The maps and lists being converted, outermost first: an alias of one of them is a loop. */
+  const converting = new Set<unknown>()
+  const looped = new Set<unknown>()
   const overBudget = (path: string, pos: Pos) =>
     new ExpansionLimit({
       path,
       pos,
       message: `the YAML expands to more than ${MAX_NODES} values or ${MAX_CHARACTERS} characters (an alias bomb?); nothing else was checked`,
     })
+  /** `&a [*a]`: yaml.v2 refuses an anchor whose value holds an alias of itself. Said once. */
+  const loop = (node: unknown, path: string, pos: Pos) => {
+    if (looped.has(node)) return
+    looped.add(node)
+    const message = 'an alias inside the value of its own anchor (it contains itself)'
+    errors.push({ path, pos, message })
+  }
   const targets = aliasTargets(doc)
   const resolve = (alias: Alias) => targets.get(alias)
   const countCharacters = (n: number, path: string, pos: Pos) => {
@@ -306,11 +318,16 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
   const convert = (node: unknown, path: string, fallback: Pos, depth: number): TNode => {
     const range = isNode(node) ? node.range : undefined
     const pos = range ? at(range[0]) : fallback
+    // Counted first: what lies past the depth limit costs the budget too (an error each).
+    if (++nodes > MAX_NODES) throw overBudget(path, pos)
     if (depth > 64) {
       errors.push({ path, pos, message: 'nesting deeper than 64 levels' })
       return { kind: 'scalar', pos, value: null, quoted: false }
     }
-    if (++nodes > MAX_NODES) throw overBudget(path, pos)
+    if ((isMap(node) || isSeq(node)) && converting.has(node)) {
+      loop(node, path, pos)
+      return { kind: 'scalar', pos, value: null, quoted: false }
+    }
     if (isAlias(node)) {
       const target = resolve(node)
       // The yaml package reads an alias of no anchor (or of one defined after it) as null; the
@@ -321,6 +338,22 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       }
       return convert(target, path, pos, depth + 1)
     }
+    if (isMap(node) || isSeq(node)) {
+      converting.add(node)
+      try {
+        return convertCollection(node, path, pos, depth)
+      } finally {
+        converting.delete(node)
+      }
+    }
+    return convertScalar(node, path, pos)
+  }
+  const convertCollection = (
+    node: YAMLMap | YAMLSeq,
+    path: string,
+    pos: Pos,
+    depth: number,
+  ): TNode => {
     if (isMap(node)) {
       const entries = new Map<string, { keyPos: Pos; value: TNode }>()
       /** Where each key was written in this map itself (merged keys are not duplicates). */
@@ -338,6 +371,11 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
           if (value === undefined) continue // an alias of no anchor: said already
           const sources = isSeq(value) ? [...value.items].reverse() : [value]
           for (const source of sources) {
+            const merged = isAlias(source) ? resolve(source) : source
+            if (converting.has(merged)) {
+              loop(merged, path, keyPos) // not also a merge of something that is not a map
+              continue
+            }
             const tree = convert(source, path, keyPos, depth + 1)
             if (tree.kind === 'map')
               for (const [key, entry] of tree.entries) entries.set(key, entry)
@@ -370,13 +408,13 @@ export function parseTree(text: string, env: Record<string, string | undefined>)
       }
       return { kind: 'map', pos, entries }
     }
-    if (isSeq(node)) {
-      return {
-        kind: 'seq',
-        pos,
-        items: node.items.map((item, i) => convert(item, `${path}[${i}]`, pos, depth + 1)),
-      }
+    return {
+      kind: 'seq',
+      pos,
+      items: node.items.map((item, i) => convert(item, `${path}[${i}]`, pos, depth + 1)),
     }
+  }
+  const convertScalar = (node: unknown, path: string, pos: Pos): TNode => {
     if (isScalar(node)) {
       let value = node.value
       if (typeof value === 'bigint') value = Number(value)

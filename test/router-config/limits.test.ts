@@ -86,6 +86,27 @@ describe('router-config limits (finding: router-config check alias bomb and /dev
     expect(r.errors.map((e) => e.message)).not.toContainEqual(expect.stringMatching(/expands/))
   }, 30_000)
 
+  it('refuses an anchor that contains an alias of itself once, however many such aliases', () => {
+    // Each *a inside &a would expand &a again, down to the depth limit, for every alias.
+    const list = `v: 3\nx: [&a [${Array(1000).fill('*a').join(', ')}]]\n`
+    const merged = `v: 3\nx: {y: &a {<<: [${Array(1000).fill('*a').join(', ')}]}}\n`
+    for (const file of [list, merged]) {
+      const { errors } = checkRouterConfig(file, {})
+      const loops = errors.filter((e) => /contains itself/.test(e.message))
+      expect(loops).toHaveLength(1)
+      expect(loops[0]?.line).toBe(2)
+      expect(errors.length).toBeLessThan(10)
+    }
+  })
+
+  it('counts what lies past the depth limit against the budget: a deep anchor used many times', () => {
+    // 70 levels (an error each time level 65 is reached), used 2,000 times: 130,000 values.
+    const deep = `${'['.repeat(70)}1${']'.repeat(70)}`
+    const file = `v: 3\nx: &d ${deep}\ny: [${Array(2000).fill('*d').join(', ')}]\n`
+    const { errors } = checkRouterConfig(file, {})
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/expands to more than/)])
+  })
+
   it('the command reports the alias bomb in a file and exits 1', () => {
     const path = join(dir, 'bomb.yml')
     writeFileSync(path, aliasBomb())
