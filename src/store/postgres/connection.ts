@@ -96,21 +96,27 @@ export function clientConfig(s: PgSettings): pg.ClientConfig {
   }
 }
 
+const READ_COMMITTED = 'SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED'
+
 /**
- * The connection that migrates the schema, alone: no statement timeout, neither the server's nor
- * the client's. A migration of a large table may take longer than a request's statement, and an
- * instance that starts while another migrates waits for its lock; killed at the request's timeout,
+ * The connection that migrates the schema, alone: no statement or lock timeout, neither the
+ * server's nor the client's. A migration of a large table may take longer than a request's
+ * statement, and an instance that starts while another migrates waits for its lock; cut short,
  * either would only start again and again (a migration rolled back each time). A server that
- * vanishes is still noticed, by TCP keepalive.
+ * vanishes is still noticed, by TCP keepalive (its first probe after 10 s idle).
  */
 export async function migrationClient(s: PgSettings): Promise<pg.Client> {
   const { statement_timeout: _s, query_timeout: _q, ...config } = clientConfig(s)
-  const client = new pg.Client(config)
+  const client = new pg.Client({ ...config, keepAliveInitialDelayMillis: 10_000 })
   client.on('error', () => {}) // a lost connection fails the statement under way
   try {
     await client.connect()
-    // Whatever the role's or database's default: a migration is never cut short.
-    await client.query('SET statement_timeout = 0')
+    // Whatever the role's or database's defaults: never cut short, and the isolation the
+    // migrations are written for (as the pool's connections).
+    await client.query(
+      'SET statement_timeout = 0; SET lock_timeout = 0; SET idle_in_transaction_session_timeout = 0',
+    )
+    await client.query(READ_COMMITTED)
   } catch (err) {
     await client.end().catch(() => {})
     throw err
@@ -131,8 +137,6 @@ CountingClient.prototype.query = function query(this: pg.Client, ...args: unknow
   if (statementSent.hasSubscribers) statementSent.publish(undefined)
   return Reflect.apply(send, this, args)
 } as typeof send
-
-const READ_COMMITTED = 'SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED'
 
 export function createPool(s: PgSettings): pg.Pool {
   const pool = new pg.Pool({
