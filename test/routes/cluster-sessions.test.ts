@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, caller, login } from '../helpers/app.js'
+import { buildTestApp, caller, login, testClock } from '../helpers/app.js'
 import { makeCert } from '../helpers/certs.js'
 import { signJwt } from '../helpers/jwt.js'
 import { cutListenersThen } from '../helpers/listeners.js'
@@ -20,10 +20,11 @@ const current = async (app: FastifyInstance, token: string) =>
 
 async function twoInstances(
   config: { maxSessionsPerIdentity?: number; sessionTimeoutMs?: number } = {},
+  clock?: () => Date,
 ) {
   const url = await freshPostgresUrl()
-  const a = await buildTestApp({ config: { dbPath: url, ...config } })
-  const b = await buildTestApp({ config: { dbPath: url, ...config } })
+  const a = await buildTestApp({ config: { dbPath: url, ...config }, ...(clock ? { clock } : {}) })
+  const b = await buildTestApp({ config: { dbPath: url, ...config }, ...(clock ? { clock } : {}) })
   return { url, a, b }
 }
 
@@ -81,7 +82,8 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
   })
 
   it('refuses a session deleted where no notification names it (as another instance purges expired ones) at its next touch, never reviving it', async () => {
-    const { url, a, b } = await twoInstances()
+    const clock = testClock()
+    const { url, a, b } = await twoInstances({}, clock)
     const token = await login(a)
     expect(await current(a, token)).toBe(200) // kept on A
     const db = new pg.Client({ connectionString: url })
@@ -92,7 +94,7 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
     } finally {
       await db.end()
     }
-    await new Promise((r) => setTimeout(r, 1100)) // A's next use slides the session's expiry
+    clock.advance(1100) // A's next use slides the session's expiry
     expect(await current(a, token)).toBe(401)
     expect(await current(a, token)).toBe(401)
     expect(await current(b, token)).toBe(401)
