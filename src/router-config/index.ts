@@ -18,6 +18,7 @@ import {
 } from './sections/other.js'
 import { parseTree } from './tree.js'
 import type { RouterConfig } from './types.js'
+import { whileHiding } from './values.js'
 
 export type { Problem } from './checker.js'
 export type { RouterConfig } from './types.js'
@@ -190,7 +191,10 @@ export function checkRouterConfig(
         root.pos,
         `the file must be a YAML map of sections (v, ctrl, identity, ...), not ${what}`,
       )
-    } else if (root) config = check(c, root, options)
+    } else if (root) {
+      const whole = substitutedHider(substituted)?.whole
+      config = whileHiding(whole, () => check(c, root, options))
+    }
   } catch (err) {
     c.error('', { line: 1, column: 1 }, `internal error while checking: ${caughtMessage(err)}`)
   }

@@ -5,13 +5,34 @@ export const PROTOCOLS = ['tls', 'tcp', 'udp', 'dtls', 'ws', 'wss'] as const
 
 const isProtocol = (text: string) => PROTOCOLS.some((p) => p === text)
 
+/** While a file is checked: hides the environment's values in a text (see hide.ts). */
+let hiding: ((text: string) => string) | undefined
+
+/**
+ * Runs `work` (the checks of one file, synchronous) with `hide` applied by `quote` before it cuts
+ * a value short: a cut must never leave a piece of a secret, or its length, in a message.
+ */
+export function whileHiding<T>(hide: ((text: string) => string) | undefined, work: () => T): T {
+  const before = hiding
+  hiding = hide
+  try {
+    return work()
+  } finally {
+    hiding = before
+  }
+}
+
+/** Whether a value holds a value from the environment that messages hide. */
+const holdsHidden = (value: string) => hiding !== undefined && hiding(value) !== value
+
 /**
  * A value as a message shows it: quoted and escaped as a JSON string, and cut short when long, so
- * that a pasted key or a line break never prints whole.
+ * that a pasted key or a line break never prints whole; values from the environment as ${NAME}.
  */
 export function quote(value: string, max = 40): string {
-  const shown = JSON.stringify(value.length > max ? value.slice(0, max) : value)
-  return value.length > max ? `${shown.slice(0, -1)}..." (${value.length} characters)` : shown
+  const text = hiding ? hiding(value) : value
+  const shown = JSON.stringify(text.length > max ? text.slice(0, max) : text)
+  return text.length > max ? `${shown.slice(0, -1)}..." (${text.length} characters)` : shown
 }
 
 /** The first control character of a value (a line break, a NUL), as U+XXXX, and its index. */
@@ -162,7 +183,12 @@ export function identityLocation(value: string, allowEngine: boolean): IdentityL
   // The router reads a path as a URL: a % starts an escape (%20 is a space), and must be one.
   const badEscape = /%(?![0-9A-Fa-f]{2})/.exec(value)
   if (badEscape) {
-    return `${shown}: invalid URL escape ${quote(value.slice(badEscape.index, badEscape.index + 3))} (the router reads a path as a URL; write % as %25)`
+    // The escape's text is shown only when no value from the environment is in the path: it
+    // could be the first characters of one.
+    const shownEscape = holdsHidden(value)
+      ? ''
+      : ` ${quote(value.slice(badEscape.index, badEscape.index + 3))}`
+    return `${shown}: invalid URL escape${shownEscape} (a % not followed by two hex digits: the router reads a path as a URL; write % as %25)`
   }
   return { kind: 'file', path: value.includes('%') ? unescapePath(value) : value }
 }

@@ -56,10 +56,25 @@ describe('no part of a value from the environment is printed', () => {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a YAML environment reference
     const pasted = checkRouterConfig(BASE.replace('key: /b', 'key: "${KEY}"'), { KEY: key })
     expect(pasted.errors.map((e) => e.path)).toEqual(['identity.key'])
-    // The message quotes the start of the value, escaped and short: a piece, hidden as one.
+    // The message quotes the value as written, the variable in place of its value.
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the variable's name as messages show it
-    expect(pasted.errors[0]?.message).toContain('(part of ${KEY})')
+    expect(pasted.errors[0]?.message).toContain('"${KEY}"')
     expect(leaked(pasted, body)).toEqual([])
+  })
+
+  it('nor where a long value is cut short next to it, nor its length, nor after a stray %', () => {
+    const secret = 'XYZsecretvalue-0123456789'
+    // 36 characters of the file's own, then the secret: a cut at 40 would keep its first 3.
+    const padded = `cert: "/${'a'.repeat(36)}\${SECRET}#"`
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a YAML environment reference
+    const escaped = 'cert: "/x%${SECRET}"'
+    for (const cert of [padded, escaped]) {
+      const r = checkRouterConfig(BASE.replace('cert: /a', cert), { SECRET: secret })
+      expect(r.errors.map((e) => e.path)).toEqual(['identity.cert'])
+      const shown = JSON.stringify([r.errors, r.warnings])
+      expect(shown).not.toMatch(/XY|X\.\.\.|%X/)
+      expect(shown).not.toContain(`${secret.length + 38} characters`)
+    }
   })
 
   it('nor in what the command prints, with --print, as YAML or JSON', () => {

@@ -36,7 +36,8 @@ describe.skipIf(!PG_URL)('migrating PostgreSQL past the statement timeout', () =
         sql: `SELECT pg_sleep(${(3 * TIMEOUT_MS) / 1000}); CREATE TABLE slow_marker (id integer)`,
       }
       const migrations = [...released, slow]
-      const [firstApplied, secondApplied]: string[][] = [[], []]
+      const firstApplied: string[] = []
+      const secondApplied: string[] = []
       const first = open(url, migrations, firstApplied)
       // The second starts once the first holds the migration lock.
       await within(5000, async () => {
