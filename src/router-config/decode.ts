@@ -44,10 +44,13 @@ function invalidUtf8At(bytes: Uint8Array): number {
   return -1
 }
 
+/** A UTF-16 code unit as messages name it: U+XXXX. */
+export const codePoint = (c: number) => `U+${c.toString(16).toUpperCase().padStart(4, '0')}`
+
 /** A character yaml.v2 refuses anywhere in a file, as U+XXXX, or undefined when it reads it. */
 function refusedCharacter(text: string, i: number): string | undefined {
   const c = text.charCodeAt(i)
-  const hex = `U+${c.toString(16).toUpperCase().padStart(4, '0')}`
+  const hex = codePoint(c)
   if (c >= 0xd800 && c <= 0xdbff) {
     const next = text.charCodeAt(i + 1)
     return next >= 0xdc00 && next <= 0xdfff ? undefined : `the unpaired surrogate ${hex}`

@@ -1,7 +1,7 @@
 import { caughtMessage } from '../errors.js'
 import { Checker, type Checker as CheckerType, type MapNode, type Problem } from './checker.js'
 import { checkCharacters, decodeConfig } from './decode.js'
-import { hideIn, substitutedHider } from './hide.js'
+import { type Hider, hideIn, substitutedHider } from './hide.js'
 import { plainMap } from './plain.js'
 import { checkCtrl, checkIdentity, checkVersion } from './sections/core.js'
 import { checkLink } from './sections/link.js'
@@ -170,7 +170,8 @@ export function checkRouterConfig(
 ): CheckResult {
   const c = new Checker()
   let config: RouterConfig | undefined
-  let substituted: Map<string, string> | undefined
+  /** Hides the environment's values in what is printed; built once the file is parsed. */
+  let hide: Hider | undefined
   try {
     // Bytes are decoded here; anything else is read as text (a caller without types may pass any).
     const decoded =
@@ -180,7 +181,7 @@ export function checkRouterConfig(
       return { config, printable: config, errors: c.errors, warnings: c.warnings }
     }
     const parsed = parseTree(decoded.text, env)
-    substituted = parsed.substituted
+    hide = substitutedHider(parsed.substituted)
     for (const p of parsed.errors) c.error(p.path, p.pos, p.message)
     for (const p of parsed.warnings) c.warn(p.path, p.pos, p.message)
     const root = parsed.root
@@ -192,13 +193,11 @@ export function checkRouterConfig(
         `the file must be a YAML map of sections (v, ctrl, identity, ...), not ${what}`,
       )
     } else if (root) {
-      const whole = substitutedHider(substituted)?.whole
-      config = whileHiding(whole, () => check(c, root, options))
+      config = whileHiding(hide?.whole, () => check(c, root, options))
     }
   } catch (err) {
     c.error('', { line: 1, column: 1 }, `internal error while checking: ${caughtMessage(err)}`)
   }
-  const hide = substitutedHider(substituted)
   const shownProblems = (problems: Problem[]) =>
     hide ? problems.map((p) => ({ ...p, message: hide.message(p.message) })) : problems
   return {

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net'
+import { codePoint } from './decode.js'
 
 /** The address parsers of the reference router (§1.6); `transport` is a binding, not a protocol. */
 export const PROTOCOLS = ['tls', 'tcp', 'udp', 'dtls', 'ws', 'wss'] as const
@@ -40,7 +41,7 @@ export function controlCharacter(value: string): { code: string; index: number }
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i)
     if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
-      return { code: `U+${c.toString(16).toUpperCase().padStart(4, '0')}`, index: i }
+      return { code: codePoint(c), index: i }
     }
   }
   return undefined
