@@ -9,14 +9,14 @@ const MAX_DEPTH = 64 // no body is nested this deep: deeper ones are refused bef
 
 /** What a string in a request body may not hold, checked by `badStringField`. */
 interface StringRule {
-  /** Whether `text`, found at `path` (a member name when `key`), breaks the rule. */
-  breaks: (text: string, path: string, key: boolean) => boolean
+  /** Whether `text` breaks the rule; `multiline` for the value of a PEM field. */
+  breaks: (text: string, multiline: boolean) => boolean
   reason: string
 }
 
 /** A C0 control character other than tab; line breaks are allowed in PEM fields. */
 const CONTROL_CHARS: StringRule = {
-  breaks: (text, path, key) => controlCharAt(text, !key && MULTILINE.test(path) ? '\n\r' : '') >= 0,
+  breaks: (text, multiline) => controlCharAt(text, multiline ? '\n\r' : '') >= 0,
   reason: 'control characters are not allowed',
 }
 
@@ -52,31 +52,52 @@ export function nestedDeeperThan(text: string, max: number): boolean {
 /** Only a `\uD800`-`\uDFFF` escape in the JSON text can make a lone surrogate. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
 
+type Segment = string | number
+
 /**
  * The path of the first string (or member name) in a parsed body that breaks `rule`, or
- * undefined.
+ * undefined. The walk keeps no path: each string and member name is looked at once, whatever its
+ * depth (a path built for every element, a long member name its prefix, would copy that name once
+ * an element); the path is written only for the string that breaks the rule.
  */
-function badStringField(
+function badStringField(rule: StringRule, body: unknown): string | undefined {
+  const found = firstBreaking(rule, body, false, 0)
+  if (found === undefined) return undefined
+  let path = ''
+  for (const segment of found) {
+    if (typeof segment === 'number') path += `[${segment}]`
+    else path = path === '' ? segment : `${path}.${segment}`
+  }
+  return path || 'body'
+}
+
+/** The segments of the path to the first breaking string, innermost last. */
+function firstBreaking(
   rule: StringRule,
   value: unknown,
-  path = '',
-  depth = 0,
-): string | undefined {
+  multiline: boolean,
+  depth: number,
+): Segment[] | undefined {
   if (depth > MAX_DEPTH) return undefined
-  if (typeof value === 'string') return rule.breaks(value, path, false) ? path || 'body' : undefined
+  if (typeof value === 'string') return rule.breaks(value, multiline) ? [] : undefined
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = badStringField(rule, value[i], `${path}[${i}]`, depth + 1)
-      if (found !== undefined) return found
+      const found = firstBreaking(rule, value[i], false, depth + 1)
+      if (found !== undefined) {
+        found.unshift(i)
+        return found
+      }
     }
     return undefined
   }
   if (value !== null && typeof value === 'object') {
     for (const [key, member] of Object.entries(value)) {
-      const child = path === '' ? key : `${path}.${key}`
-      if (rule.breaks(key, child, true)) return child
-      const found = badStringField(rule, member, child, depth + 1)
-      if (found !== undefined) return found
+      if (rule.breaks(key, false)) return [key]
+      const found = firstBreaking(rule, member, MULTILINE.test(key), depth + 1)
+      if (found !== undefined) {
+        found.unshift(key)
+        return found
+      }
     }
   }
   return undefined
