@@ -27,6 +27,8 @@ export class ChangeListener {
   private timer: NodeJS.Timeout | undefined
   private backoff = 100
   private connected = false
+  /** When the server last answered on this connection (performance.now()). */
+  private answeredAt = 0
   private readonly listeners: ((event: FeedEvent) => void)[] = []
 
   constructor(
@@ -41,6 +43,11 @@ export class ChangeListener {
 
   get stale(): boolean {
     return !this.connected
+  }
+
+  /** Whether the server answered on this connection within the last `ms` milliseconds. */
+  answeredWithin(ms: number): boolean {
+    return this.connected && performance.now() - this.answeredAt <= ms
   }
 
   on(listener: (event: FeedEvent) => void): void {
@@ -77,6 +84,7 @@ export class ChangeListener {
     }
     this.client = client
     this.backoff = 100
+    this.answeredAt = performance.now()
     const wasStale = !this.connected
     this.connected = true
     // One ping at a time: one still unanswered when the next is due means the connection is lost
@@ -94,6 +102,7 @@ export class ChangeListener {
       client.query('SELECT 1').then(
         () => {
           pinging = false
+          this.answeredAt = performance.now()
         },
         () => this.lost(client, 'ping failed'),
       )

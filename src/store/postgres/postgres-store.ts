@@ -31,7 +31,7 @@ import { pgIntegrityFacts, snapshotRefused } from './integrity.js'
 import { type LoginNotices, NOTICE_ID, recordLogins } from './login-batch.js'
 import { PgLoginFailureRepository } from './login-failure-repository.js'
 import { migratePostgres } from './migrate.js'
-import { CHANNEL, ChangeListener } from './notifications.js'
+import { CHANNEL, ChangeListener, PING_INTERVAL_MS } from './notifications.js'
 import {
   conflictError,
   isStalePlan,
@@ -253,7 +253,16 @@ export class PgStore implements Store {
     return recordLogins(this.pool, logins, keep, this.loginNotices, this.retry)
   }
 
+  /**
+   * Whether the database answers. While a burst holds every pooled connection, a ping through the
+   * pool would wait behind it (up to the statement timeout), and a balancer's short check would
+   * take a busy instance out of service, the others' load growing by its share. Those connections
+   * are at work on the server then; the notification connection's own ping, answered within the
+   * last two intervals, tells that the server answers without queueing behind them.
+   */
   async ping(): Promise<void> {
+    const poolBusy = this.pool.idleCount === 0 && this.pool.totalCount >= this.poolSize
+    if (poolBusy && this.listener.answeredWithin(2 * PING_INTERVAL_MS)) return
     try {
       await this.pool.query({ name: 'ping', text: 'SELECT 1' })
     } catch (err) {
