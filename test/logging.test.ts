@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { loggedUrl } from '../src/request-logger.js'
@@ -61,6 +62,8 @@ describe('request logs', () => {
       payload: { username: ADMIN_USER, password: ADMIN_PASSWORD },
     })
     const token = login.headers['zt-session'] as string
+    const sessionId = login.json().data.id as string
+    expect(token.startsWith(sessionId)).toBe(true)
     const headers = { 'zt-session': token, authorization: 'Bearer header.payload.signature' }
     const base = '/edge/management/v1/external-jwt-signers'
     const created = await app.inject({
@@ -97,7 +100,15 @@ describe('request logs', () => {
       ADMIN_PASSWORD,
       'wrong-but-secret-pw',
       token,
+      sessionId,
       'header.payload.signature',
+    ])
+    // The login and the logout name the session by the same digest.
+    const digest = createHash('sha256').update(sessionId).digest('hex').slice(0, 16)
+    const audited = lines.map((l) => JSON.parse(l)).filter((l) => l.entityType === 'api-sessions')
+    expect(audited.map((l) => [l.action, l.sessionDigest])).toEqual([
+      ['login', digest],
+      ['logout', digest],
     ])
   })
 

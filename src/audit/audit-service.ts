@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { newId } from '../ids.js'
 import type {
   AuditAction,
@@ -78,7 +79,7 @@ export class AuditService {
    * adds ids the event does not store (a login's authenticator).
    */
   logged(event: AuditEventRecord, extra?: Record<string, string>): void {
-    const { id, actor, ...rest } = event
+    const { id, actor, entityId, ...rest } = event
     this.o.log.info(
       {
         audit: true,
@@ -86,6 +87,7 @@ export class AuditService {
         actorId: actor?.id ?? null,
         actorName: actor?.name ?? null,
         ...rest,
+        ...loggedEntity(event.entityType, entityId),
         ...extra,
       },
       'audit event',
@@ -127,4 +129,16 @@ export class AuditService {
     const before = new Date(this.o.clock().getTime() - this.o.retentionMs).toISOString()
     return this.o.store.repos.audit.deleteBefore(before)
   }
+}
+
+/**
+ * How a log line names an event's entity. A session's id is the first half of its token, and no
+ * session id reaches a log line: a login or logout names it by `sessionDigest`, the first 16 hex
+ * characters of the id's SHA-256 (the same on every instance, so a login and its logout match; an
+ * admin finds the event by its `eventId`, or computes the digest of an `entityId` the audit list
+ * shows).
+ */
+function loggedEntity(entityType: string, entityId: string) {
+  if (entityType !== 'api-sessions') return { entityId }
+  return { sessionDigest: createHash('sha256').update(entityId).digest('hex').slice(0, 16) }
 }
