@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { buildTestApp, caller, forEachStore, login } from '../helpers/app.js'
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  buildTestApp,
+  caller,
+  forEachStore,
+  login,
+} from '../helpers/app.js'
 
 // OpenZiti's admin console (ZAC 4.5.1) against us: its requests replayed as it sends them
 // (trailing `//` on reads back, `limit=-1` for pickers, `"id": ""` in create bodies).
@@ -244,6 +251,37 @@ forEachStore(() => {
       const bad = await call('GET', `${SIGNERS}?sort=${encodeURIComponent('certPem asc')}`)
       expect(bad.statusCode).toBe(400)
       expect(bad.json().error.code).toBe('INVALID_SORT_IDENTIFIER')
+    })
+
+    it('logs in with the body the console sends (with rejectUnauthorized), other fields ignored', async () => {
+      const app = await buildTestApp()
+      for (const body of [
+        { username: ADMIN_USER, password: ADMIN_PASSWORD, rejectUnauthorized: false },
+        { username: ADMIN_USER, password: ADMIN_PASSWORD, someClientField: { nested: [1] } },
+      ]) {
+        const res = await app.inject({
+          method: 'POST',
+          url: `${M}/authenticate?method=password`,
+          payload: body,
+        })
+        expect(res.statusCode).toBe(200)
+        expect(res.json().data.token).toBe(res.headers['zt-session'])
+        expect((await caller(app, res.json().data.token)('GET', `${SIGNERS}`)).statusCode).toBe(200)
+      }
+      // The known fields keep their types, and a wrong password stays refused.
+      const typed = await app.inject({
+        method: 'POST',
+        url: `${M}/authenticate?method=password`,
+        payload: { username: ADMIN_USER, password: 12, rejectUnauthorized: false },
+      })
+      expect(typed.statusCode).toBe(400)
+      const wrong = await app.inject({
+        method: 'POST',
+        url: `${M}/authenticate?method=password`,
+        payload: { username: ADMIN_USER, password: 'not-it-at-all', rejectUnauthorized: false },
+      })
+      expect(wrong.statusCode).toBe(401)
+      expect(wrong.json().error.code).toBe('INVALID_AUTH')
     })
 
     it('answers trailing and repeated slashes on both APIs, and unknown routes 404', async () => {

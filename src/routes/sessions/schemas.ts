@@ -52,7 +52,11 @@ export const AuthenticateQuerySchema = Type.Object({
   method: Type.String({ maxLength: 32 }),
 })
 
-/** Login body: username and password for `method=password`; SDK metadata is accepted and ignored. */
+/**
+ * Login body: username and password for `method=password`; SDK metadata is accepted and ignored.
+ * Other fields are ignored too, as OpenZiti's controller ignores them: its admin console sends
+ * `rejectUnauthorized` with the password, and clients add their own.
+ */
 export const AuthenticateBodySchema = Type.Object(
   {
     username: Type.Optional(Type.String({ maxLength: 255 })),
@@ -61,5 +65,5 @@ export const AuthenticateBodySchema = Type.Object(
     envInfo: Type.Optional(Type.Object({})),
     sdkInfo: Type.Optional(Type.Object({})),
   },
-  { additionalProperties: false },
+  { additionalProperties: true },
 )
