@@ -399,6 +399,9 @@ describe.skipIf(!SPEC_AVAILABLE)('responses conform to the edge API specificatio
         'edge-management',
       ])
     }
+    // Each API's root (listRoot) answers the same envelope.
+    await expectContract(app, client, '/', { method: 'GET', url: '/edge/client/v1/' }, 200)
+    await expectContract(app, management, '/', { method: 'GET', url: `${M}/` }, 200)
   })
 
   it('has a validator that rejects a body missing a required field', async () => {

@@ -6,7 +6,13 @@ import pkg from '../../package.json' with { type: 'json' }
 import { buildTestApp } from '../helpers/app.js'
 import { makeServerCert } from '../helpers/certs.js'
 
-const PATHS = ['/version', '/edge/client/v1/version', '/edge/management/v1/version']
+const PATHS = [
+  '/version',
+  '/edge/client/v1/version',
+  '/edge/management/v1/version',
+  '/edge/client/v1/',
+  '/edge/management/v1',
+]
 const C = '/edge/client/v1'
 const M = '/edge/management/v1'
 

@@ -28,7 +28,7 @@ function origin(request: FastifyRequest): string {
 
 /**
  * Version discovery, without authentication, where OpenZiti's CLI, console and SDKs look for it
- * (`/version` and each API's `/version`). Capabilities list only what this controller serves: no
+ * (`/version`, each API's `/version` and each API's root). Capabilities list only what this controller serves: no
  * OIDC_AUTH, which would send SDKs to an `/oidc` flow that does not exist here.
  */
 const versionRoutes: FastifyPluginAsyncTypebox<VersionRoutesOptions> = async (app, options) => {
@@ -49,7 +49,14 @@ const versionRoutes: FastifyPluginAsyncTypebox<VersionRoutesOptions> = async (ap
       },
     }
   }
-  for (const url of ['/version', `${clientPath}/version`, `${managementPath}/version`]) {
+  // Each API's root answers the same (`listRoot` in the edge API's specifications).
+  for (const url of [
+    '/version',
+    `${clientPath}/version`,
+    `${managementPath}/version`,
+    `${clientPath}/`,
+    `${managementPath}/`,
+  ]) {
     app.get(
       url,
       { schema: { tags: ['Informational'], response: { 200: VersionEnvelopeSchema } } },
