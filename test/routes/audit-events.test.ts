@@ -376,6 +376,21 @@ forEachStore((kind) => {
       expect(unknown.json().error.code).toBe('INVALID_FILTER')
       const badSort = await s.raw('GET', `${EVENTS}?sort=secret`)
       expect(badSort.json().error.code).toBe('INVALID_SORT_IDENTIFIER')
+      // The trail grows with every login: never every event at once, only pages of at most 500.
+      const all = await s.raw('GET', `${EVENTS}?limit=-1`)
+      expect(all.statusCode).toBe(400)
+      expect(all.json().error).toMatchObject({
+        code: 'INVALID_PAGINATION',
+        cause: { field: 'limit', value: '-1' },
+      })
+      const none = await s.raw('GET', `${EVENTS}?filter=${encodeURIComponent('limit none')}`)
+      expect(none.statusCode).toBe(400)
+      expect(none.json().error).toMatchObject({
+        code: 'INVALID_FILTER',
+        cause: { field: 'filter' },
+      })
+      const most = await s.raw('GET', `${EVENTS}?limit=100000`)
+      expect(most.json().meta.pagination).toEqual({ limit: 500, offset: 0, totalCount: 4 })
 
       expect((await s.app.inject({ method: 'GET', url: EVENTS })).statusCode).toBe(401)
       const bob = await login(s.app, 'bob', 'bob-password-123')

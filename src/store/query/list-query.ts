@@ -38,6 +38,12 @@ export interface ListSpec {
   idColumn: string
   /** The most comparisons a `filter` may make (default MAX_COMPARISONS of ./filter.ts). */
   maxComparisons?: number
+  /**
+   * Refuses `limit=-1` and the filter's `limit none` (every match at once): for a list that grows
+   * with traffic rather than with an admin's changes (the audit trail, a row per login), where a
+   * page of everything would be read, held and serialised whole by one request.
+   */
+  pagedOnly?: boolean
 }
 
 export const DEFAULT_LIMIT = 10
@@ -131,6 +137,15 @@ export function parseListQuery(
   }
   const sort = filter.sort.length > 0 ? filter.sort : sortKeys
   const limit = filter.limit ?? limitValue
+  if (limit === 'none' && spec.pagedOnly) {
+    const reason = `every match at once is refused on this list: page with a limit of at most ${MAX_LIMIT}`
+    if (filter.limit === 'none') {
+      throw new AppError('INVALID_FILTER', {
+        cause: { field: 'filter', reason, value: 'limit none' },
+      })
+    }
+    throw paginationError('limit', reason, `${params.limit}`)
+  }
   return {
     where: filter.where,
     orderBy: [...sort, { column: spec.idColumn, desc: false }],

@@ -63,6 +63,7 @@ function toParams(e: AuditEventRecord): AuditParams {
 
 /** Filters and sorts of the audit event list; `seq` breaks ties between events of one millisecond. */
 export const AUDIT_LIST_SPEC: ListSpec = {
+  pagedOnly: true, // a row per login and logout
   filterable: {
     id: { column: 'id', type: 'string' },
     at: { column: 'at', type: 'datetime' },
