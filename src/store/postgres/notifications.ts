@@ -47,7 +47,34 @@ export class ChangeListener {
 
   /** Whether the server answered on this connection within the last `ms` milliseconds. */
   answeredWithin(ms: number): boolean {
-    return this.connected && performance.now() - this.answeredAt <= ms
+    return this.connected && !this.closed && performance.now() - this.answeredAt <= ms
+  }
+
+  /**
+   * Whether the server answers on this connection: at once when it answered within the last two
+   * ping intervals (a busy event loop can delay the timer's ping), else after a ping of its own
+   * answered within `waitMs`.
+   */
+  async answers(waitMs: number): Promise<boolean> {
+    if (this.answeredWithin(2 * PING_INTERVAL_MS)) return true
+    const client = this.client
+    if (!client || !this.connected || this.closed) return false
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), waitMs)
+    })
+    const answered = client.query('SELECT 1').then(
+      () => {
+        this.answeredAt = performance.now()
+        return true
+      },
+      () => false, // the timer's ping finds the connection lost
+    )
+    try {
+      return await Promise.race([answered, late])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   on(listener: (event: FeedEvent) => void): void {
@@ -160,6 +187,7 @@ export class ChangeListener {
 
   async close(): Promise<void> {
     this.closed = true
+    this.connected = false
     clearInterval(this.timer)
     const client = this.client
     this.client = undefined

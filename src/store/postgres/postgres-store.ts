@@ -93,6 +93,10 @@ export class PgStore implements Store {
   private readonly retry: RetryPolicy
   /** Connections in the pool, at most (a unit of work meets a stale plan on at most as many). */
   private readonly poolSize: number
+  /** A statement runs at most this long (the server's `statement_timeout`). */
+  private readonly statementTimeoutMs: number
+  /** When the pool last handed out or took back a connection (performance.now()). */
+  private poolMovedAt = performance.now()
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -101,6 +105,12 @@ export class PgStore implements Store {
   ) {
     this.listener = new ChangeListener(settings, randomUUID(), log)
     this.poolSize = settings.poolSize
+    this.statementTimeoutMs = settings.statementTimeoutMs
+    const moved = () => {
+      this.poolMovedAt = performance.now()
+    }
+    pool.on('acquire', moved)
+    pool.on('release', moved)
     this.loginNotices = {
       channel: CHANNEL,
       opened: this.listener.payload(SESSIONS_CHANGED),
@@ -256,13 +266,16 @@ export class PgStore implements Store {
   /**
    * Whether the database answers. While a burst holds every pooled connection, a ping through the
    * pool would wait behind it (up to the statement timeout), and a balancer's short check would
-   * take a busy instance out of service, the others' load growing by its share. Those connections
-   * are at work on the server then; the notification connection's own ping, answered within the
-   * last two intervals, tells that the server answers without queueing behind them.
+   * take a busy instance out of service, the others' load growing by its share. When the pool
+   * is at work (it handed out or took back a connection within a statement timeout, the longest a
+   * statement runs), the notification connection's ping tells that the server answers without
+   * queueing. A pool whose every connection has been held longer (hung connections, a leak) is
+   * not at work: the ping goes through it, as before, and fails when it cannot get a connection.
    */
   async ping(): Promise<void> {
     const poolBusy = this.pool.idleCount === 0 && this.pool.totalCount >= this.poolSize
-    if (poolBusy && this.listener.answeredWithin(2 * PING_INTERVAL_MS)) return
+    const atWork = performance.now() - this.poolMovedAt <= this.statementTimeoutMs
+    if (poolBusy && atWork && (await this.listener.answers(2 * PING_INTERVAL_MS))) return
     try {
       await this.pool.query({ name: 'ping', text: 'SELECT 1' })
     } catch (err) {
