@@ -160,7 +160,11 @@ forEachStore(() => {
           expect(res.statusCode, `${list}?${q}`).toBe(200)
           return res.json().meta.pagination
         }
-        expect(await page('limit=-1')).toMatchObject({ limit: -1, offset: 0 })
+        if (list === `${M}/audit-events`) {
+          // This service's own list, which grows by a row a login: every event at once is refused.
+          const all = await call('GET', `${list}?limit=-1`)
+          expect(all.json().error.code).toBe('INVALID_PAGINATION')
+        } else expect(await page('limit=-1')).toMatchObject({ limit: -1, offset: 0 })
         expect(await page('limit=0')).toMatchObject({ limit: 10 })
         expect(await page('limit=-7')).toMatchObject({ limit: 10 })
         expect(await page('limit=501')).toMatchObject({ limit: 500 })

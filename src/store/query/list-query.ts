@@ -144,7 +144,7 @@ export function parseListQuery(
         cause: { field: 'filter', reason, value: 'limit none' },
       })
     }
-    throw paginationError('limit', reason, `${params.limit}`)
+    throw paginationError('limit', reason, params.limit ?? '')
   }
   return {
     where: filter.where,
