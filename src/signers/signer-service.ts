@@ -35,6 +35,8 @@ const ENTITY = (entityId: string) => ({ entityType: 'external-jwt-signers' as co
 /** Management of external JWT signers: the rules of the seed on top of the store. */
 export class SignerService {
   readonly filterableFields = Object.keys(SIGNER_LIST_SPEC.filterable)
+  /** Those of the unauthenticated list. */
+  readonly clientFilterableFields = Object.keys(CLIENT_SIGNER_LIST_SPEC.filterable)
 
   private readonly options: SignerServiceOptions & { audit: AuditService }
 

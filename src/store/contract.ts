@@ -259,7 +259,7 @@ export interface SignerRepository {
    * Enabled signers with an externalAuthUrl, and with `withEnrollment` also those that allow
    * enrollment (only id and name are filterable).
    */
-  listForClient(query: ListQuery, withEnrollment?: boolean): Promise<ClientSignerRow[]>
+  listForClient(query: ListQuery, withEnrollment?: boolean): Promise<ListPage<ClientSignerRow>>
   /** Whether any signer enrolls identities into this policy. */
   usesEnrollPolicy(policyId: string): Promise<boolean>
 }

@@ -56,9 +56,21 @@ describe.skipIf(!SPEC_AVAILABLE)('enrollment and the client list conform to the 
       expect(contract.check('/external-jwt-signers', 'get', 200, res.json())).toEqual([])
       const data = res.json().data
       if (fields === 'seed') {
+        expect(res.json().meta).toEqual({})
         expect(data).toHaveLength(1)
         expect(Object.keys(data[0]).sort()).toEqual(['_links', 'externalAuthUrl', 'id', 'name'])
       } else {
+        // Paged by 10 as upstream, and the meta says so (a client pages on from totalCount).
+        expect(res.json().meta).toEqual({
+          pagination: { limit: 10, offset: 0, totalCount: 2 },
+          filterableFields: ['id', 'name'],
+        })
+        const second = await app.inject({
+          method: 'GET',
+          url: '/edge/client/v1/external-jwt-signers?limit=1&offset=1',
+        })
+        expect(second.json().meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: 2 })
+        expect(second.json().data).toHaveLength(1)
         expect(data.map((s: { name: string }) => s.name).sort()).toEqual(['enroll-only', 'idp'])
         expect(data.find((s: { name: string }) => s.name === 'idp')).toMatchObject({
           clientId: 'ziti-desktop',

@@ -12,7 +12,8 @@ function signerSource() {
     },
     listForClient: async (q: { filter?: string }) => {
       reads.push(q.filter ?? '<default>')
-      return [{ id: 's1', name: 'corp', externalAuthUrl: 'https://login.corp.example/auth' }]
+      const items = [{ id: 's1', name: 'corp', externalAuthUrl: 'https://login.corp.example/auth' }]
+      return { items, limit: -1, offset: 0, totalCount: 1 }
     },
     listVersion: () => 'v1',
   }

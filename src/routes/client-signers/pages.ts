@@ -28,18 +28,23 @@ export class ClientSignerPages {
   /** The page of a validated query: kept, or read and serialised now. */
   async page(q: ListQuery): Promise<CachedBody> {
     // The seed's list has an empty meta, so nothing would tell a client that a page left signers
-    // out: without a `limit` it lists them all. OpenZiti's pages by 10, as upstream.
+    // out: without a `limit` it lists them all. OpenZiti's pages by 10, as upstream, and its meta
+    // says so (pagination and filterable fields, as on the management lists).
     const seed = this.fields === 'seed'
-    const build = async () =>
-      JSON.stringify({
-        data: (
-          await this.signers.listForClient(q, {
-            withEnrollment: !seed,
-            ...(seed ? { byDefault: 'none' as const } : {}),
-          })
-        ).map((s) => (seed ? seedView(s) : openZitiView(s))),
-        meta: {},
+    const build = async () => {
+      const found = await this.signers.listForClient(q, {
+        withEnrollment: !seed,
+        ...(seed ? { byDefault: 'none' as const } : {}),
       })
+      if (seed) return JSON.stringify({ data: found.items.map(seedView), meta: {} })
+      return JSON.stringify({
+        data: found.items.map(openZitiView),
+        meta: {
+          pagination: { limit: found.limit, offset: found.offset, totalCount: found.totalCount },
+          filterableFields: this.signers.clientFilterableFields,
+        },
+      })
+    }
     const version = this.signers.listVersion()
     if (version === undefined) return tagged(await build())
     const key = pageKey(q)
@@ -54,7 +59,8 @@ export class ClientSignerPages {
   async one(id: string) {
     if (!/^[A-Za-z0-9]+$/.test(id)) return undefined
     const withEnrollment = this.fields === 'openziti'
-    const [row] = await this.signers.listForClient({ filter: `id = "${id}"` }, { withEnrollment })
+    const [row] = (await this.signers.listForClient({ filter: `id = "${id}"` }, { withEnrollment }))
+      .items
     if (!row) return undefined
     return { data: withEnrollment ? openZitiView(row) : seedView(row), meta: {} }
   }

@@ -5,6 +5,7 @@ import {
   envelopes,
   LinksSchema,
   Nullable,
+  PaginationSchema,
   TagsSchema,
   TimestampSchema,
 } from '../common-schemas.js'
@@ -130,7 +131,16 @@ export const ClientSignerSchema = Type.Object({
 
 export const ClientSignerListEnvelopeSchema = Type.Object({
   data: Type.Array(ClientSignerSchema),
-  meta: EmptyMetaSchema,
+  meta: Type.Object(
+    {
+      pagination: Type.Optional(PaginationSchema),
+      filterableFields: Type.Optional(Type.Array(Type.String())),
+    },
+    {
+      description:
+        'Empty (the seed list); with CTRL_CLIENT_SIGNER_FIELDS=openziti, pagination and filterableFields as on the management lists',
+    },
+  ),
 })
 
 export const ClientSignerEnvelopeSchema = Type.Object({

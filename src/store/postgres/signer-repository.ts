@@ -243,10 +243,13 @@ export class PgSignerRepository implements SignerRepository {
     return (await this.rows(sql, [policyId])).length > 0
   }
 
-  async listForClient(query: ListQuery, withEnrollment = false): Promise<ClientSignerRow[]> {
+  async listForClient(
+    query: ListQuery,
+    withEnrollment = false,
+  ): Promise<ListPage<ClientSignerRow>> {
     const base = withEnrollment
       ? 'enabled AND (external_auth_url IS NOT NULL OR enroll_to_token_enabled OR enroll_to_cert_enabled)'
       : 'enabled AND external_auth_url IS NOT NULL'
-    return (await PgSignerRepository.clientLists.run(this.db, query, base)).items
+    return PgSignerRepository.clientLists.run(this.db, query, base)
   }
 }

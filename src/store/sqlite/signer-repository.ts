@@ -312,10 +312,10 @@ export class SignerRepository {
   }
 
   /** Enabled signers that clients can start a login at: only what the client list shows. */
-  listForClient(query: ListQuery, withEnrollment = false): ClientSignerRow[] {
+  listForClient(query: ListQuery, withEnrollment = false): ListPage<ClientSignerRow> {
     const base = withEnrollment
       ? 'enabled = 1 AND (external_auth_url IS NOT NULL OR enroll_to_token_enabled = 1 OR enroll_to_cert_enabled = 1)'
       : 'enabled = 1 AND external_auth_url IS NOT NULL'
-    return this.clientLists.run(query, base).items
+    return this.clientLists.run(query, base)
   }
 }
