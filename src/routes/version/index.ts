@@ -28,8 +28,8 @@ function origin(request: FastifyRequest): string {
 
 /**
  * Version discovery, without authentication, where OpenZiti's CLI, console and SDKs look for it
- * (`/version`, each API's `/version` and each API's root). Capabilities list only what this controller serves: no
- * OIDC_AUTH, which would send SDKs to an `/oidc` flow that does not exist here.
+ * (`/version`, each API's `/version` and each API's root). Capabilities list only what this
+ * controller serves: no OIDC_AUTH, which would send SDKs to an `/oidc` flow that does not exist here.
  */
 const versionRoutes: FastifyPluginAsyncTypebox<VersionRoutesOptions> = async (app, options) => {
   const { clientPath, managementPath } = options
