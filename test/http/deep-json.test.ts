@@ -1,4 +1,5 @@
 import fc from 'fast-check'
+import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { nestedDeeperThan } from '../../src/plugins/json-body.js'
 import { buildTestApp, deepJson, login, sendJson } from '../helpers/app.js'
@@ -80,24 +81,17 @@ describe('bodies with a long member name over many strings', () => {
     `{"${key}":[${Array(n - 1)
       .fill('""')
       .join(',')},${JSON.stringify(last)}]}`
+  /** A JSON body (text, or a value to serialise) posted to `url` (a path no route has). */
+  const post = (app: FastifyInstance, payload: string | object, url = '/no/such/path') =>
+    app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload })
 
   it('are checked once per string: an unknown path answers 404, a login 400 for its missing user name', async () => {
     const app = await buildTestApp()
     const body = strings(150_000)
     expect(body.length).toBeLessThan(1024 * 1024)
-    const unknown = await app.inject({
-      method: 'POST',
-      url: '/no/such/path',
-      headers: { 'content-type': 'application/json' },
-      payload: body,
-    })
+    const unknown = await post(app, body)
     expect(unknown.statusCode).toBe(404)
-    const loginRes = await app.inject({
-      method: 'POST',
-      url: '/edge/management/v1/authenticate?method=password',
-      headers: { 'content-type': 'application/json' },
-      payload: body,
-    })
+    const loginRes = await post(app, body, '/edge/management/v1/authenticate?method=password')
     // Unknown login fields are ignored (as OpenZiti): refused for the missing user name.
     expect(loginRes.statusCode).toBe(400)
     expect(loginRes.json().error.cause).toMatchObject({ field: 'username', reason: 'is required' })
@@ -105,30 +99,15 @@ describe('bodies with a long member name over many strings', () => {
 
   it('name the element that holds a control character, line breaks allowed only in PEM fields', async () => {
     const app = await buildTestApp()
-    const res = await app.inject({
-      method: 'POST',
-      url: '/no/such/path',
-      headers: { 'content-type': 'application/json' },
-      payload: strings(100_000, 'x\u0000'),
-    })
+    const res = await post(app, strings(100_000, 'x\u0000'))
     expect(res.statusCode).toBe(400)
     expect(res.json().error.cause).toEqual({
       field: `${key}[99999]`,
       reason: 'control characters are not allowed',
     })
-    const pem = await app.inject({
-      method: 'POST',
-      url: '/no/such/path',
-      headers: { 'content-type': 'application/json' },
-      payload: { certPem: 'line\nbreak', list: { clientCsr: 'a\r\nb' } },
-    })
+    const pem = await post(app, { certPem: 'line\nbreak', list: { clientCsr: 'a\r\nb' } })
     expect(pem.statusCode).toBe(404)
-    const notPem = await app.inject({
-      method: 'POST',
-      url: '/no/such/path',
-      headers: { 'content-type': 'application/json' },
-      payload: { certPem: ['line\nbreak'] },
-    })
+    const notPem = await post(app, { certPem: ['line\nbreak'] })
     expect(notPem.json().error.cause.field).toBe('certPem[0]')
   })
 })
