@@ -1,4 +1,4 @@
-import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox'
 
 /** A nullable primitive, written as a JSON Schema type array (serializes fast, reads plainly). */
 export function Nullable<T extends TSchema & { type: string }>(schema: T) {
@@ -119,13 +119,28 @@ export function tooDeepField(body: unknown, max = MAX_BODY_DEPTH): string | unde
 /**
  * Drops an `id` that says nothing from a body: `""` on a create and the path's own id on an update.
  * OpenZiti's console sends its whole form model (`"id": ""` on create, the entity's id on its auth
- * policy PUT) and OpenZiti ignores it. Any other `id`, like every other read-only field, stays in
- * the body for the schema to refuse.
+ * policy PUT) and OpenZiti ignores it. Any other `id`, like every other read-only field of a
+ * create, stays in the body for the schema to refuse.
+ *
+ * An update also drops `echoed`: the detail's read-only fields (`createdAt`, `_links`, …), which a
+ * form that edits what a GET returned sends back (the console's identity edit does) and OpenZiti
+ * ignores. Names neither the body nor the detail knows stay, and are refused.
  */
-export function dropRedundantId(body: unknown, same: string): void {
+export function dropRedundantId(body: unknown, same: string, echoed: ReadonlySet<string>): void {
   if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
     // A JSON object parsed from the request: its own keys are plain data.
     const fields = body as Record<string, unknown>
     if (fields.id === same) delete fields.id
+    for (const name of echoed) if (Object.hasOwn(fields, name)) delete fields[name]
   }
+}
+
+/** The top-level fields of a detail envelope's `data` that a body schema does not have, but `id`. */
+export function detailOnlyFields(detailEnvelope: TSchema, body: TObject): ReadonlySet<string> {
+  const data = (detailEnvelope as { properties?: { data?: { properties?: object } } }).properties
+    ?.data?.properties
+  const names = Object.keys(data ?? {}).filter(
+    (name) => name !== 'id' && !(name in body.properties),
+  )
+  return new Set(names)
 }

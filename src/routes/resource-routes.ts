@@ -7,6 +7,7 @@ import type { ListPage, ListParams } from '../resources.js'
 import { auditContext } from './audit-events/context.js'
 import {
   CreateEnvelopeSchema,
+  detailOnlyFields,
   dropRedundantId,
   EmptyEnvelopeSchema,
   errorResponses,
@@ -54,6 +55,8 @@ export interface ResourceRoutesOptions<
   keptPage?: ((path: string, kept: () => CachedBody | undefined) => void) | undefined
 }
 
+const NONE: ReadonlySet<string> = new Set()
+
 /** The key of the page a query without parameters gets. */
 const DEFAULT_PAGE = pageKey({})
 
@@ -89,6 +92,7 @@ export function resourceRoutes<
     const tags = [o.tag]
     const empty = { data: {}, meta: {} }
     const pages = new ResponseCache()
+    const echoed = detailOnlyFields(o.detailEnvelope, o.body)
     o.service.onListChange?.(() => pages.clear())
     o.keptPage?.(app.prefix, () => {
       const version = o.service.listVersion?.()
@@ -103,7 +107,7 @@ export function resourceRoutes<
           body: o.body,
           response: { 201: CreateEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
-        preValidation: async (request) => dropRedundantId(request.body, ''),
+        preValidation: async (request) => dropRedundantId(request.body, '', NONE),
       },
       async (request, reply) => {
         const body = request.body as Static<B> // validated against o.body
@@ -177,7 +181,8 @@ export function resourceRoutes<
           body: o.body,
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
-        preValidation: async (request) => dropRedundantId(request.body, pathId(request.params)),
+        preValidation: async (request) =>
+          dropRedundantId(request.body, pathId(request.params), echoed),
       },
       async (request) => {
         const body = request.body as Static<B> // validated against o.body
@@ -195,7 +200,8 @@ export function resourceRoutes<
           body: o.patch,
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
-        preValidation: async (request) => dropRedundantId(request.body, pathId(request.params)),
+        preValidation: async (request) =>
+          dropRedundantId(request.body, pathId(request.params), echoed),
       },
       async (request) => {
         const patch = request.body as Static<P> // validated against o.patch

@@ -30,6 +30,9 @@ function policyBody(partial: boolean) {
                   requireMixedCase: Type.Optional(Type.Boolean()),
                   maxAttempts: Type.Optional(Int),
                   lockoutDurationMinutes: Type.Optional(Int),
+                  // OpenZiti's console sends its "Numeric" toggle under this name (for
+                  // requireNumberChar); OpenZiti ignores it, and so does this service.
+                  requireNumericChar: Type.Optional(Type.Boolean()),
                 },
                 strict,
               ),
