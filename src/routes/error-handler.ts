@@ -33,13 +33,9 @@ function validationCause(err: FastifyError): FieldCause {
 function toAppError(err: FastifyError): AppError | undefined {
   if (err instanceof AppError) return err
   if (err.validation) {
-    // A value of the wrong JSON type is a body upstream cannot decode into its model: it answers
-    // COULD_NOT_PARSE_BODY there, and so does this service (with the field named all the same).
-    const code =
-      err.validationContext === 'body' && err.validation[0]?.keyword === 'type'
-        ? 'COULD_NOT_PARSE_BODY'
-        : 'COULD_NOT_VALIDATE'
-    return new AppError(code, { cause: validationCause(err) })
+    // Unknown fields and values of the wrong JSON type alike (`"name": 42`), as issue 2 specifies;
+    // upstream answers a wrong type COULD_NOT_PARSE_BODY, kept here for a body that is not JSON.
+    return new AppError('COULD_NOT_VALIDATE', { cause: validationCause(err) })
   }
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -432,16 +432,16 @@ forEachStore(() => {
       ).toEqual(['c2', 'corp cert'])
     })
 
-    // A value of the wrong JSON type is a body upstream cannot decode (COULD_NOT_PARSE_BODY);
-    // a decodable value the schema refuses is COULD_NOT_VALIDATE. Both name the field.
+    // Unknown fields and wrong JSON types are COULD_NOT_VALIDATE (issue 2), naming the field; a body
+    // that is not JSON is COULD_NOT_PARSE_BODY (below).
     it.each([
       [{ surprise: 1 }, 'surprise', 'COULD_NOT_VALIDATE'],
-      [{ enabled: 'yes' }, 'enabled', 'COULD_NOT_PARSE_BODY'],
-      [{ name: 42 }, 'name', 'COULD_NOT_PARSE_BODY'],
+      [{ enabled: 'yes' }, 'enabled', 'COULD_NOT_VALIDATE'],
+      [{ name: 42 }, 'name', 'COULD_NOT_VALIDATE'],
       [{ name: '' }, 'name', 'COULD_NOT_VALIDATE'],
-      [{ scopes: 'openid' }, 'scopes', 'COULD_NOT_PARSE_BODY'],
+      [{ scopes: 'openid' }, 'scopes', 'COULD_NOT_VALIDATE'],
       [{ targetToken: 'REFRESH' }, 'targetToken', 'COULD_NOT_VALIDATE'],
-      [{ tags: [] }, 'tags', 'COULD_NOT_PARSE_BODY'],
+      [{ tags: [] }, 'tags', 'COULD_NOT_VALIDATE'],
     ])('refuses unknown fields and wrong types: %o', async (over, field, code) => {
       const { app, token } = await setup()
       const res = await call(app, token, 'POST', base, jwksBody(over))
