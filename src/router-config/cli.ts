@@ -99,6 +99,10 @@ export function run(
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\//, ''))) {
+  // `npm run router-config` runs in the package's folder; relative paths (the file, and identity
+  // files with --check-files) mean what they mean where the user typed the command.
+  const typedIn = process.env.npm_lifecycle_event === 'router-config' && process.env.INIT_CWD
+  if (typedIn) process.chdir(typedIn)
   process.exitCode = run(
     process.argv.slice(2),
     process.env,

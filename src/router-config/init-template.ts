@@ -1,5 +1,5 @@
 /** A complete standard router configuration (the seed's standard sections), accepted with no warnings. */
-export const INIT_TEMPLATE = `# Router configuration (format version 3). Check it with: npm run router-config -- check FILE
+export const INIT_TEMPLATE = `# Router configuration (format version 3). Check it with: npm run -s router-config -- check FILE
 v: 3
 
 identity:

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -288,19 +288,25 @@ describe('router-config command', () => {
     expect(checked.out).not.toContain('identity.cert')
   })
 
-  it('runs as npm run router-config, and init writes a file that checks clean', () => {
+  it('runs as npm run -s router-config, and init writes a file that checks clean', () => {
     const root = new URL('../../', import.meta.url).pathname
-    const tsx = join(root, 'node_modules/tsx/dist/cli.mjs')
-    const text = execFileSync(process.execPath, [tsx, 'src/router-config/cli.ts', 'init'], {
-      cwd: root,
-      encoding: 'utf8',
-    })
-    const path = file('init.yml', text)
-    const out = execFileSync(
-      process.execPath,
-      [tsx, 'src/router-config/cli.ts', 'check', path, '--strict'],
-      { cwd: root, encoding: 'utf8' },
-    )
-    expect(out).toBe('')
+    // As the README says to run it, from another folder than the package's: npm's banner stays out
+    // of stdout (-s), and the relative FILE is read where the command was typed.
+    const npm = (...args: string[]) =>
+      spawnSync('npm', ['run', '-s', '--prefix', root, 'router-config', '--', ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, npm_lifecycle_event: undefined, INIT_CWD: undefined },
+      })
+    const init = npm('init')
+    expect(init.status, init.stderr).toBe(0)
+    expect(init.stdout).toBe(INIT_TEMPLATE)
+    file('init.yml', init.stdout)
+    const checked = npm('check', 'init.yml', '--strict', '--json')
+    expect(checked.status, checked.stderr).toBe(0)
+    expect(JSON.parse(checked.stdout)).toEqual({ valid: true, errors: [], warnings: [] })
+    const absent = npm('check', 'absent.yml')
+    expect(absent.status).toBe(2)
+    expect(absent.stderr).toContain('absent.yml: cannot read the file: ENOENT')
   })
 })
