@@ -39,10 +39,25 @@ export function throttleKey(name: string): string {
 }
 
 /**
- * Counts failed password logins by user name, whatever the client address: from the
- * `attempts`-th consecutive failure on, the name's logins are refused with 429 for an interval
- * that starts at `firstMs` and doubles with each failure after (at most `maxMs`); a success resets
- * the count. The count lives in the store, so on PostgreSQL every instance shares it.
+ * With the default rules, how many times a name's own count may exceed a client address's before
+ * the name locks from every address: the backoff of one address does not lock the name's owner
+ * out, and many addresses together get at most this many times the attempts before it does.
+ */
+export const NAME_WIDE_FACTOR = 10
+
+/** The key of a user name's count from one client address (an IPv6 client's /64). */
+export function addressThrottleKey(name: string, address: string): string {
+  return createHash('sha256').update(`login-name-address:${address}\n${name}`).digest('base64url')
+}
+
+/**
+ * Counts failed password logins. With the default rules a name is counted twice: from the client's
+ * address, and from every address together. From the `attempts`-th consecutive failure from one
+ * address on, the name's logins from that address are refused with 429 for an interval that starts
+ * at `firstMs` and doubles with each failure after (at most `maxMs`); the name locks for every
+ * address the same way from `attempts * NAME_WIDE_FACTOR` failures on. An auth policy's lockout
+ * counts the name only, whatever the address, as OpenZiti's does. A success resets the name's
+ * counts. The counts live in the store, so on PostgreSQL every instance shares them.
  */
 export class LoginThrottle {
   constructor(
@@ -55,10 +70,20 @@ export class LoginThrottle {
     return this.rules.attempts > 0
   }
 
-  /** Throws RATE_LIMITED while the name is in its backoff (before any hashing). */
-  async check(name: string): Promise<void> {
+  /**
+   * Throws RATE_LIMITED while the name is in its backoff, from everywhere or from `address`
+   * (before any hashing).
+   */
+  async check(name: string, address?: string): Promise<void> {
     // Read even when the defaults are off: a policy's maxAttempts may have locked the name.
-    const record = await this.repo.get(throttleKey(name))
+    await this.refuseWhileLocked(throttleKey(name))
+    if (address !== undefined && this.enabled) {
+      await this.refuseWhileLocked(addressThrottleKey(name, address))
+    }
+  }
+
+  private async refuseWhileLocked(key: string): Promise<void> {
+    const record = await this.repo.get(key)
     if (!record?.lockedUntil) return
     const waitMs = Date.parse(record.lockedUntil) - this.clock().getTime()
     if (waitMs > 0) {
@@ -68,24 +93,41 @@ export class LoginThrottle {
   }
 
   /**
-   * Counts a failure; `rules` (an auth policy's maxAttempts and lockout) replace the defaults for
-   * this name where given; `known`: the name is an identity's (its count is never forgotten to
-   * make room for made-up names; default: not, the bounded kind).
+   * Counts a failure from `address` (absent: the name alone is counted, with `attempts`); `rules`
+   * (an auth policy's maxAttempts and lockout) replace the defaults for this name, counted by name
+   * only; `known`: the name is an identity's (its count is never forgotten to make room for
+   * made-up names; default: not, the bounded kind, as every address's count is).
    */
-  async failed(name: string, rules?: Partial<LockoutRules>, known = false): Promise<void> {
-    const { attempts, firstMs, maxMs } = { ...this.rules, ...rules }
-    if (attempts <= 0) return
+  async failed(
+    name: string,
+    rules?: Partial<LockoutRules>,
+    known = false,
+    address?: string,
+  ): Promise<void> {
+    const merged = { ...this.rules, ...rules }
+    if (merged.attempts <= 0) return
     const now = this.clock()
-    const key = throttleKey(name)
+    if (rules !== undefined || address === undefined) {
+      await this.count(throttleKey(name), merged, known, now)
+      return
+    }
+    await this.count(addressThrottleKey(name, address), merged, false, now)
+    const nameWide = { ...merged, attempts: merged.attempts * NAME_WIDE_FACTOR }
+    await this.count(throttleKey(name), nameWide, known, now)
+  }
+
+  private async count(key: string, rules: LockoutRules, known: boolean, now: Date): Promise<void> {
     const failures = await this.repo.addFailure(key, now.toISOString(), known)
-    if (failures < attempts) return
-    const ms = Math.min(maxMs, firstMs * 2 ** Math.min(failures - attempts, 30))
+    if (failures < rules.attempts) return
+    const exponent = Math.min(failures - rules.attempts, 30)
+    const ms = Math.min(rules.maxMs, rules.firstMs * 2 ** exponent)
     await this.repo.lockUntil(key, new Date(now.getTime() + ms).toISOString())
   }
 
-  /** A success: the name starts again with a clean count. */
-  async succeeded(name: string): Promise<void> {
+  /** A success: the name starts again with clean counts, from everywhere and from `address`. */
+  async succeeded(name: string, address?: string): Promise<void> {
     await this.repo.clear(throttleKey(name))
+    if (address !== undefined) await this.repo.clear(addressThrottleKey(name, address))
   }
 
   /** Forgets counts untouched for a day (their names' backoff, at most 15 minutes, is over). */

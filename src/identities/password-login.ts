@@ -33,7 +33,7 @@ export interface PasswordLoginDeps {
  * Checks a username and password; resolves with the identity and the hash the password matched.
  * Every failure (unknown name, wrong password, disabled identity,
  * policy refusing password login) is the same 401, and costs the same scrypt work; a name in its
- * backoff is refused with 429 before any hashing.
+ * backoff (from everywhere, or from this address) is refused with 429 before any hashing.
  */
 export async function checkPassword(
   deps: PasswordLoginDeps,
@@ -41,8 +41,10 @@ export async function checkPassword(
   password: string,
   /** The request's id, for the audit event of a failure. */
   requestId: string | null = null,
+  /** The client's address as the login limits key it (absent: the name is counted alone). */
+  address?: string,
 ): Promise<{ identity: IdentityRecord; hash: string }> {
-  await deps.throttle?.check(username)
+  await deps.throttle?.check(username, address)
   const { identity, hash } = await deps.credentials(username)
   const ok = await verifyPassword(password, hash)
   const reason: PasswordFailure | undefined = !identity
@@ -56,11 +58,11 @@ export async function checkPassword(
           : undefined
   if (reason !== undefined || !identity || hash === null) {
     const rules = identity ? await deps.lockoutOf?.(identity) : undefined
-    await deps.throttle?.failed(username, rules, identity !== undefined)
+    await deps.throttle?.failed(username, rules, identity !== undefined, address)
     await deps.onFailure?.(username, identity, reason ?? 'unknown-user', requestId)
     throw new AppError('INVALID_AUTH')
   }
-  await deps.throttle?.succeeded(username)
+  await deps.throttle?.succeeded(username, address)
   // The hash the password was checked against: the login is stored only while it is the
   // identity's (a password changed meanwhile refuses it; see the store's `recordLogins`).
   return { identity, hash }
@@ -75,8 +77,9 @@ export async function refusedAfterCheck(
   username: string,
   identity: IdentityRecord,
   requestId: string | null,
+  address?: string,
 ): Promise<void> {
   const rules = await deps.lockoutOf?.(identity)
-  await deps.throttle?.failed(username, rules, true)
+  await deps.throttle?.failed(username, rules, true, address)
   await deps.onFailure?.(username, identity, 'changed', requestId)
 }

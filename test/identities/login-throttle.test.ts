@@ -1,7 +1,11 @@
 import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
-import { LoginThrottle, throttleKey } from '../../src/identities/login-throttle.js'
+import {
+  addressThrottleKey,
+  LoginThrottle,
+  throttleKey,
+} from '../../src/identities/login-throttle.js'
 import type { Store } from '../../src/store/contract.js'
 import { openStore } from '../../src/store/open-store.js'
 import { testClock } from '../helpers/app.js'
@@ -13,9 +17,13 @@ afterEach(async () => {
   store = undefined
 })
 
-async function refusal(throttle: LoginThrottle, name: string): Promise<string | undefined> {
+async function refusal(
+  throttle: LoginThrottle,
+  name: string,
+  address?: string,
+): Promise<string | undefined> {
   try {
-    await throttle.check(name)
+    await throttle.check(name, address)
     return undefined
   } catch (err) {
     return err instanceof AppError ? err.code : String(err)
@@ -73,6 +81,29 @@ describe.each(STORES)('login throttle on %s: what is stored', (kind) => {
     expect((await store.repos.loginFailures.get(key))?.failures).toBe(2)
     expect(throttleKey(typed)).toBe(key) // the same on every instance, after every restart
     expect(throttleKey(`${typed}!`)).not.toBe(key)
+  })
+
+  it("keeps a name's count from one address under a digest of both, and locks that address only", async () => {
+    store = await openTestStore(kind)
+    const throttle = new LoginThrottle(store.repos.loginFailures, testClock(), {
+      attempts: 2,
+      firstMs: 60_000,
+      maxMs: 60_000,
+    })
+    const typed = 'correct horse battery staple'
+    await throttle.failed(typed, undefined, false, '192.0.2.1')
+    await throttle.failed(typed, undefined, false, '192.0.2.1')
+    expect(await refusal(throttle, typed, '192.0.2.1')).toBe('RATE_LIMITED')
+    expect(await refusal(throttle, typed, '192.0.2.2')).toBeUndefined()
+    const key = addressThrottleKey(typed, '192.0.2.1')
+    expect(key).not.toContain('horse')
+    expect(key).not.toContain('192.0.2')
+    expect((await store.repos.loginFailures.get(key))?.failures).toBe(2)
+    // From every address together: 2 of the 20 (ten times the attempts) that lock the name.
+    expect((await store.repos.loginFailures.get(throttleKey(typed)))?.failures).toBe(2)
+    await throttle.succeeded(typed, '192.0.2.1')
+    expect(await store.repos.loginFailures.get(key)).toBeUndefined()
+    expect(await store.repos.loginFailures.get(throttleKey(typed))).toBeUndefined()
   })
 
   it('never shortens a lock: two failures counted at once, the longer lock set first, keep the longer', async () => {

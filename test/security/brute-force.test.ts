@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
-import { forEachStore, loopbackOnlyResolver, testClock, testConfig } from '../helpers/app.js'
+import {
+  ADMIN_PASSWORD,
+  forEachStore,
+  loopbackOnlyResolver,
+  testClock,
+  testConfig,
+} from '../helpers/app.js'
 import { freshPostgresUrl, PG_URL } from '../helpers/stores.js'
 import { C, loginFixture, M } from './fixture.js'
 
@@ -8,30 +14,63 @@ const RIGHT = 'alice-password-1'
 const WRONG = 'not-the-password'
 
 forEachStore((kind) => {
-  describe('brute force: per-user-name backoff whatever the address', () => {
-    it('after 10 failures answers 429 for 1 s, then 2 s; a success resets the count', async () => {
+  describe('brute force: a backoff per user name and address, and per name from everywhere', () => {
+    it('after 10 failures from one address answers it 429 for 1 s, then 2 s; a success resets the count', async () => {
       const s = await loginFixture(kind)
-      // Ten wrong passwords, each from another address.
+      const attacker = '203.0.113.7'
       for (let i = 0; i < 10; i++) {
-        expect((await s.passwordLogin('alice', WRONG, `203.0.113.${i}`)).statusCode).toBe(401)
+        expect((await s.passwordLogin('alice', WRONG, attacker)).statusCode).toBe(401)
       }
-      // Even the right password is refused now, before any hashing, from any address.
-      const locked = await s.passwordLogin('alice', RIGHT, '203.0.113.99')
+      // From that address even the right password is refused now, before any hashing.
+      const locked = await s.passwordLogin('alice', RIGHT, attacker)
       expect(locked.statusCode).toBe(429)
       expect(locked.json().error.code).toBe('RATE_LIMITED')
       expect(locked.headers['retry-after']).toBe('1')
       // Another user name is not affected.
-      expect((await s.passwordLogin('admin', WRONG)).statusCode).toBe(401)
+      expect((await s.passwordLogin('admin', WRONG, attacker)).statusCode).toBe(401)
       s.clock.advance(1000)
-      expect((await s.passwordLogin('alice', WRONG)).statusCode).toBe(401)
-      const doubled = await s.passwordLogin('alice', RIGHT)
+      expect((await s.passwordLogin('alice', WRONG, attacker)).statusCode).toBe(401)
+      const doubled = await s.passwordLogin('alice', RIGHT, attacker)
       expect(doubled.statusCode).toBe(429)
       expect(doubled.headers['retry-after']).toBe('2')
       s.clock.advance(2000)
-      expect((await s.passwordLogin('alice', RIGHT)).statusCode).toBe(200)
+      expect((await s.passwordLogin('alice', RIGHT, attacker)).statusCode).toBe(200)
       // Reset: one more failure is a plain 401 again.
-      expect((await s.passwordLogin('alice', WRONG)).statusCode).toBe(401)
-      expect((await s.passwordLogin('alice', RIGHT)).statusCode).toBe(200)
+      expect((await s.passwordLogin('alice', WRONG, attacker)).statusCode).toBe(401)
+      expect((await s.passwordLogin('alice', RIGHT, attacker)).statusCode).toBe(200)
+    })
+
+    it("one address's failures do not lock the name's owner out elsewhere (the admin's either)", async () => {
+      const s = await loginFixture(kind)
+      for (const name of ['alice', 'admin']) {
+        for (let i = 0; i < 12; i++) await s.passwordLogin(name, WRONG, '198.51.100.1')
+        expect((await s.passwordLogin(name, WRONG, '198.51.100.1')).statusCode).toBe(429)
+      }
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.10')).statusCode).toBe(200)
+      expect((await s.passwordLogin('admin', ADMIN_PASSWORD, '192.0.2.11')).statusCode).toBe(200)
+      // An IPv6 client is one address by its /64: rotating through it gains nothing.
+      for (let i = 0; i < 10; i++) {
+        expect((await s.passwordLogin('alice', WRONG, `2001:db8:1:2::${i + 1}`)).statusCode).toBe(
+          401,
+        )
+      }
+      expect((await s.passwordLogin('alice', WRONG, '2001:db8:1:2::ff')).statusCode).toBe(429)
+    })
+
+    it('failures from many addresses lock the name from everywhere at ten times the attempts', async () => {
+      const s = await loginFixture(kind, { loginLockoutAttempts: 3 })
+      // 29 failures, each address failing twice (under its own 3): the name is not locked yet.
+      for (let i = 0; i < 29; i++) {
+        const from = `203.0.113.${Math.floor(i / 2)}`
+        expect((await s.passwordLogin('alice', WRONG, from)).statusCode, `failure ${i}`).toBe(401)
+      }
+      expect((await s.passwordLogin('alice', WRONG, '203.0.113.100')).statusCode).toBe(401)
+      // The 30th locked it: the right password from an address never seen is refused.
+      const locked = await s.passwordLogin('alice', RIGHT, '192.0.2.1')
+      expect(locked.statusCode).toBe(429)
+      expect(locked.headers['retry-after']).toBe('1')
+      s.clock.advance(1000)
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.1')).statusCode).toBe(200)
     })
 
     it('counts unknown user names too, so they cannot be told apart', async () => {

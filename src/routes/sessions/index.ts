@@ -23,7 +23,7 @@ import {
 import { EmptyEnvelopeSchema, errorResponses } from '../common-schemas.js'
 import { toIdentityDetail } from '../identities/index.js'
 import { IdentityDetailEnvelopeSchema } from '../identities/schemas.js'
-import { clientAddress, type LoginLimiter } from '../rate-limit.js'
+import { addressKey, clientAddress, type LoginLimiter } from '../rate-limit.js'
 import {
   AuthenticateBodySchema,
   AuthenticateQuerySchema,
@@ -81,6 +81,9 @@ export function toCurrentSession(
 }
 
 /** Login, the caller's own session and identity; registered under the client and management APIs. */
+/** A password login's client as its lockout counts it: the address the login limits key. */
+const loginAddress = (request: FastifyRequest): string => addressKey(clientAddress(request))
+
 const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, opts) => {
   const { auth, passwords } = opts
   const { sessions, verifier } = auth
@@ -113,12 +116,22 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     }
   }
 
-  async function passwordLogin(body: { username?: string; password?: string }, requestId: string) {
+  async function passwordLogin(
+    body: { username?: string; password?: string },
+    requestId: string,
+    address: string,
+  ) {
     const { username, password } = body
     if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
     if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
     limiter?.identity(`name:${username}`) // before any hashing
-    const { identity, hash } = await checkPassword(passwords, username, password, requestId)
+    const { identity, hash } = await checkPassword(
+      passwords,
+      username,
+      password,
+      requestId,
+      address,
+    )
     return { identity, authenticatorId: 'updb', passwordHash: hash }
   }
 
@@ -166,7 +179,10 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
                 passwordHash: undefined,
               }
             })
-          : { ...(await passwordLogin(request.body, request.id)), endsAt: undefined }
+          : {
+              ...(await passwordLogin(request.body, request.id, loginAddress(request))),
+              endsAt: undefined,
+            }
       const secondary = await evaluateSecondary(auth, request, identity)
       const { session, token } = await sessions
         .open(
@@ -188,7 +204,8 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
               )
             } else {
               const { username } = request.body as { username: string } // checked by passwordLogin
-              await refusedAfterCheck(passwords, username, identity, request.id)
+              const address = loginAddress(request)
+              await refusedAfterCheck(passwords, username, identity, request.id, address)
             }
           }
           throw err
