@@ -34,7 +34,8 @@ describe('CORS (CTRL_CORS_ORIGINS)', () => {
     expect(pre.headers).toMatchObject({
       'access-control-allow-origin': CONSOLE,
       'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE',
-      'access-control-allow-headers': 'content-type, zt-session, authorization',
+      'access-control-allow-headers':
+        'content-type, zt-session, authorization, if-none-match, ziti-token-issuer-id',
     })
     expect(pre.headers.vary).toContain('Origin')
     const res = await app.inject({
@@ -45,7 +46,9 @@ describe('CORS (CTRL_CORS_ORIGINS)', () => {
     })
     expect(res.statusCode).toBe(200)
     expect(res.headers['access-control-allow-origin']).toBe(CONSOLE)
-    expect(res.headers['access-control-expose-headers']).toBe('zt-session')
+    expect(res.headers['access-control-expose-headers']).toBe(
+      'zt-session, expiration-seconds, expires-at, www-authenticate, etag, retry-after',
+    )
     expect(res.headers['zt-session']).toBeDefined()
     // An error in the envelope carries them too: the console reads its code.
     const denied = await app.inject({
