@@ -38,6 +38,8 @@ forEachStore(() => {
       })
       expect(typeof data.id).toBe('string')
       expect(Date.parse(data.expiresAt)).toBeGreaterThan(Date.now())
+      // The answer holds the token: no cache (a proxy's, a browser's) may keep it.
+      expect(res.headers['cache-control']).toBe('no-store')
     })
 
     it('gives the same 401 for a wrong username and a wrong password', async () => {
@@ -90,6 +92,7 @@ forEachStore(() => {
       })
       expect(cur.statusCode).toBe(200)
       expect(cur.json().data.token).toBe(token)
+      expect(cur.headers['cache-control']).toBe('no-store')
       const del = await app.inject({
         method: 'DELETE',
         url: CURRENT,

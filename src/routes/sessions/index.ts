@@ -213,6 +213,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       const seconds = sessions.expirationSeconds(session)
       reply.headers(sessionExpiryHeaders(sessions, session))
       reply.header('zt-session', token)
+      reply.header('cache-control', 'no-store') // the answer holds the session's token
       for (const [name, value] of Object.entries(secondaryChallenge(secondary)))
         reply.header(name, value)
       onLogin?.({ method, ok: true })
@@ -229,11 +230,12 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
       onRequest: requireSession(auth, { admin: false, partial: true }),
       schema: { tags, response: { 200: CurrentSessionEnvelopeSchema, ...errorResponses(401) } },
     },
-    async (request) => {
+    async (request, reply) => {
       const { session, identity, token, secondary } = request.auth as NonNullable<
         FastifyRequest['auth']
       > // set by the hook
       const seconds = sessions.expirationSeconds(session)
+      reply.header('cache-control', 'no-store') // the answer holds the session's token
       return {
         data: toCurrentSession(session, identity, token, seconds, authQueries(secondary)),
         meta: {},
