@@ -138,13 +138,17 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
           authorization: `Bearer ${await signJwt(cert.privateKey, { iss: issuer, aud: 'ziti', sub: alice }, { kid: 'k1' })}`,
         },
       })
-      return res.statusCode === 200 ? '200' : `${res.statusCode} ${res.json().error.code}`
+      if (res.statusCode === 200) return '200'
+      // Every refused JWT login carries the primary challenge (issue 4), wherever it was refused.
+      expect(res.headers['www-authenticate']).toContain('realm="openziti-primary-ext-jwt"')
+      return `${res.statusCode} ${res.json().error.code}`
     }
     await within(1000, async () => expect(await jwtLogin()).toBe('200')) // A has heard of the signer
 
     // Disabled behind every instance's back (no notification): A goes on with the record it keeps
     // (the JWT is accepted for her), and only the store, which reads her as she is when it stores
-    // the login, refuses it (INVALID_AUTH; a disabled identity known as such is UNAUTHORIZED).
+    // the login, refuses it (answered as a disabled identity known as such is: 401 UNAUTHORIZED
+    // with the challenge, issue 4).
     const db = new pg.Client({ connectionString: url })
     await db.connect()
     try {
@@ -160,7 +164,7 @@ describe.skipIf(!PG_URL)('sessions kept on two instances of one PostgreSQL datab
     expect((await bobOnA()).hasApiSession).toBe(false)
     await login(b, 'bob', 'bob-password-1')
     await within(1000, async () => expect((await bobOnA()).hasApiSession).toBe(true))
-    expect(await jwtLogin()).toBe('401 INVALID_AUTH')
+    expect(await jwtLogin()).toBe('401 UNAUTHORIZED')
 
     // A change of alice announced through B: A reads her again, disabled.
     await adminB('PATCH', `${I}/${alice}`, { name: 'alice-2' })

@@ -108,12 +108,17 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
         { kind: err.kind, reason: err.reason, signerId: err.signerId, kid: err.kid },
         'ext-jwt login refused',
       )
-      // As upstream: with no signer enabled there is nothing to name, and no challenge.
-      const enabled = verifier.keys.enabled()
-      if (enabled.length === 0) throw new AppError('UNAUTHORIZED')
-      const challenge = bearerChallenge('openziti-primary-ext-jwt', err.error, enabled)
-      throw new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': challenge } })
+      throw jwtUnauthorized(err.error)
     }
+  }
+
+  /** A JWT login's 401: UNAUTHORIZED with the primary challenge naming the enabled signers. */
+  function jwtUnauthorized(error: JwtRejected['error']): AppError {
+    // As upstream: with no signer enabled there is nothing to name, and no challenge.
+    const enabled = verifier.keys.enabled()
+    if (enabled.length === 0) return new AppError('UNAUTHORIZED')
+    const challenge = bearerChallenge('openziti-primary-ext-jwt', error, enabled)
+    return new AppError('UNAUTHORIZED', { headers: { 'www-authenticate': challenge } })
   }
 
   async function passwordLogin(
@@ -202,6 +207,8 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
                 { kind: 'identity_disabled', identityId: identity.id },
                 'ext-jwt login refused: the identity was disabled or deleted as it was stored',
               )
+              // The answer of any other refused JWT login, as for a disabled identity known so.
+              throw jwtUnauthorized('invalid')
             } else {
               const { username } = request.body as { username: string } // checked by passwordLogin
               const address = loginAddress(request)
