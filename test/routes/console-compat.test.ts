@@ -7,6 +7,7 @@ import {
   forEachStore,
   login,
 } from '../helpers/app.js'
+import { certSignerAndToken } from '../helpers/signers.js'
 
 // OpenZiti's admin console (ZAC 4.5.1) against us: its requests replayed as it sends them
 // (trailing `//` on reads back, `limit=-1` for pickers, `"id": ""` in create bodies).
@@ -312,6 +313,32 @@ forEachStore(() => {
       const bad = await call('GET', `${SIGNERS}?sort=${encodeURIComponent('certPem asc')}`)
       expect(bad.statusCode).toBe(400)
       expect(bad.json().error.code).toBe('INVALID_SORT_IDENTIFIER')
+    })
+
+    it("a session of a JWT login through the client API works on the management API (the console's OAuth callback)", async () => {
+      const { app, call } = await console_()
+      const { identityId, jwt } = await certSignerAndToken(
+        call,
+        'https://idp.console.example',
+        'ops',
+      )
+      expect(
+        (await call('PATCH', `${IDENTITIES}/${identityId}`, { isAdmin: true })).statusCode,
+      ).toBe(200)
+      const login = await app.inject({
+        method: 'POST',
+        url: '/edge/client/v1/authenticate?method=ext-jwt',
+        headers: { authorization: `Bearer ${jwt}` },
+      })
+      expect(login.statusCode).toBe(200)
+      const asOps = caller(app, login.json().data.token as string)
+      const listed = await asOps('GET', `${IDENTITIES}?limit=100&offset=0`)
+      expect(listed.statusCode).toBe(200)
+      expect(listed.json().data.map((i: { name: string }) => i.name)).toContain('ops')
+      expect((await asOps('GET', `${M}/current-identity`)).json().data).toMatchObject({
+        id: identityId,
+        isAdmin: true,
+      })
     })
 
     it('logs in with the body the console sends (with rejectUnauthorized), other fields ignored', async () => {
