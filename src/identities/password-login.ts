@@ -43,8 +43,14 @@ export async function checkPassword(
   requestId: string | null = null,
   /** The client's address as the login limits key it (absent: the name is counted alone). */
   address?: string,
+  /**
+   * Called once the backoff let the login through, before any hashing (the name's rate limit, so
+   * that refusals of a locked-out address take nothing from the name's allowance elsewhere).
+   */
+  admitted?: () => void,
 ): Promise<{ identity: IdentityRecord; hash: string }> {
   await deps.throttle?.check(username, address)
+  admitted?.()
   const { identity, hash } = await deps.credentials(username)
   const ok = await verifyPassword(password, hash)
   const reason: PasswordFailure | undefined = !identity

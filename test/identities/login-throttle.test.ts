@@ -3,7 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
 import {
   addressThrottleKey,
+  familiarKey,
   LoginThrottle,
+  nameWideKey,
   throttleKey,
 } from '../../src/identities/login-throttle.js'
 import type { Store } from '../../src/store/contract.js'
@@ -99,11 +101,20 @@ describe.each(STORES)('login throttle on %s: what is stored', (kind) => {
     expect(key).not.toContain('horse')
     expect(key).not.toContain('192.0.2')
     expect((await store.repos.loginFailures.get(key))?.failures).toBe(2)
-    // From every address together: 2 of the 20 (ten times the attempts) that lock the name.
-    expect((await store.repos.loginFailures.get(throttleKey(typed)))?.failures).toBe(2)
-    await throttle.succeeded(typed, '192.0.2.1')
-    expect(await store.repos.loginFailures.get(key)).toBeUndefined()
+    // From every address together: 2 of the 20 (ten times the attempts) that lock the name, kept
+    // apart from a policy's count (under the name's own key).
+    expect((await store.repos.loginFailures.get(nameWideKey(typed)))?.failures).toBe(2)
     expect(await store.repos.loginFailures.get(throttleKey(typed))).toBeUndefined()
+    // A third failure from that address, in its backoff, adds nothing to the name's.
+    await throttle.failed(typed, undefined, false, '192.0.2.1')
+    expect((await store.repos.loginFailures.get(key))?.failures).toBe(3)
+    expect((await store.repos.loginFailures.get(nameWideKey(typed)))?.failures).toBe(2)
+    await throttle.succeeded(typed, '192.0.2.2')
+    expect(await store.repos.loginFailures.get(nameWideKey(typed))).toBeUndefined()
+    expect((await store.repos.loginFailures.get(key))?.failures).toBe(3) // another address's
+    const familiar = await store.repos.loginFailures.get(familiarKey(typed, '192.0.2.2'))
+    expect(familiar?.lockedUntil).toBeDefined()
+    expect(familiarKey(typed, '192.0.2.2')).not.toBe(addressThrottleKey(typed, '192.0.2.2'))
   })
 
   it('never shortens a lock: two failures counted at once, the longer lock set first, keep the longer', async () => {

@@ -73,6 +73,60 @@ forEachStore((kind) => {
       expect((await s.passwordLogin('alice', RIGHT, '192.0.2.1')).statusCode).toBe(200)
     })
 
+    it('one address failing for a day, lock after lock, never locks the name from elsewhere', async () => {
+      const s = await loginFixture(kind, { loginLockoutAttempts: 3 })
+      // 3 failures lock the address; then one more each time its lock ends: 60 in all, twice the
+      // 30 (ten times the attempts) that lock the name from every address when they come from
+      // ten addresses. An address adds only its first 3.
+      let failures = 0
+      while (failures < 60) {
+        const res = await s.passwordLogin('alice', WRONG, '198.51.100.9')
+        if (res.statusCode === 401) failures++
+        else s.clock.advance(Number(res.headers['retry-after']) * 1000)
+      }
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.20')).statusCode).toBe(200)
+    })
+
+    it('many addresses lock the name, but not from where its owner logged in within 30 days', async () => {
+      const s = await loginFixture(kind, { loginLockoutAttempts: 3 })
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.30')).statusCode).toBe(200)
+      for (let a = 0; a < 10; a++) {
+        for (let i = 0; i < 3; i++) await s.passwordLogin('alice', WRONG, `203.0.113.${a}`)
+      }
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.31')).statusCode).toBe(429)
+      const home = await s.passwordLogin('alice', RIGHT, '192.0.2.30')
+      expect(home.statusCode).toBe(200)
+      // That success cleared the name's count from every address: the new address gets in again.
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.31')).statusCode).toBe(200)
+      // Locked again by ten more addresses; 30 days after the last login from home, home is
+      // refused like any other address.
+      for (let a = 10; a < 20; a++) {
+        for (let i = 0; i < 3; i++) await s.passwordLogin('alice', WRONG, `203.0.113.${a}`)
+      }
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.30')).statusCode).toBe(200)
+      for (let a = 20; a < 30; a++) {
+        for (let i = 0; i < 3; i++) await s.passwordLogin('alice', WRONG, `203.0.113.${a}`)
+      }
+      s.clock.advance(30 * 86_400_000 + 1000)
+      // The name's lock (1 s at first) has ended by now: lock it again, then try from home.
+      for (let a = 30; a < 40; a++) {
+        for (let i = 0; i < 3; i++) await s.passwordLogin('alice', WRONG, `203.0.113.${a}`)
+      }
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.30')).statusCode).toBe(429)
+    })
+
+    it("refusals of a locked-out address take nothing from the name's rate limit elsewhere", async () => {
+      const s = await loginFixture(kind, { loginLockoutAttempts: 2, authIdentityRateLimit: 5 })
+      // The clock stands still: the name's 5 logins a second are all there is.
+      for (let i = 0; i < 2; i++) {
+        expect((await s.passwordLogin('alice', WRONG, '198.51.100.5')).statusCode).toBe(401)
+      }
+      for (let i = 0; i < 10; i++) {
+        expect((await s.passwordLogin('alice', WRONG, '198.51.100.5')).statusCode).toBe(429)
+      }
+      expect((await s.passwordLogin('alice', RIGHT, '192.0.2.40')).statusCode).toBe(200)
+    })
+
     it('counts unknown user names too, so they cannot be told apart', async () => {
       const s = await loginFixture(kind, { loginLockoutAttempts: 3 })
       for (let i = 0; i < 3; i++) {

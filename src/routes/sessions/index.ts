@@ -129,13 +129,13 @@ const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (ap
     const { username, password } = body
     if (username === undefined) throw fieldError('COULD_NOT_VALIDATE', 'username', 'is required')
     if (password === undefined) throw fieldError('COULD_NOT_VALIDATE', 'password', 'is required')
-    limiter?.identity(`name:${username}`) // before any hashing
     const { identity, hash } = await checkPassword(
       passwords,
       username,
       password,
       requestId,
       address,
+      () => limiter?.identity(`name:${username}`), // after the backoff, before any hashing
     )
     return { identity, authenticatorId: 'updb', passwordHash: hash }
   }
