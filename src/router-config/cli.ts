@@ -102,11 +102,21 @@ if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\//,
   // `npm run router-config` runs in the package's folder; relative paths (the file, and identity
   // files with --check-files) mean what they mean where the user typed the command.
   const typedIn = process.env.npm_lifecycle_event === 'router-config' && process.env.INIT_CWD
-  if (typedIn) process.chdir(typedIn)
-  process.exitCode = run(
-    process.argv.slice(2),
-    process.env,
-    (s) => process.stdout.write(s),
-    (s) => process.stderr.write(s),
-  )
+  let entered = true
+  try {
+    if (typedIn) process.chdir(typedIn)
+  } catch (e) {
+    // Exits as for a file that cannot be read, with the reason on one line.
+    process.stderr.write(`router-config: cannot enter ${typedIn}: ${caughtMessage(e)}\n`)
+    process.exitCode = 2
+    entered = false
+  }
+  if (entered) {
+    process.exitCode = run(
+      process.argv.slice(2),
+      process.env,
+      (s) => process.stdout.write(s),
+      (s) => process.stderr.write(s),
+    )
+  }
 }

@@ -140,7 +140,7 @@ export function detailOnlyFields(detailEnvelope: TSchema, body: TObject): Readon
   const data = (detailEnvelope as { properties?: { data?: { properties?: object } } }).properties
     ?.data?.properties
   const names = Object.keys(data ?? {}).filter(
-    (name) => name !== 'id' && !(name in body.properties),
+    (name) => name !== 'id' && !Object.hasOwn(body.properties, name),
   )
   return new Set(names)
 }

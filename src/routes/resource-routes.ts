@@ -92,7 +92,8 @@ export function resourceRoutes<
     const tags = [o.tag]
     const empty = { data: {}, meta: {} }
     const pages = new ResponseCache()
-    const echoed = detailOnlyFields(o.detailEnvelope, o.body)
+    const echoedOnPut = detailOnlyFields(o.detailEnvelope, o.body)
+    const echoedOnPatch = detailOnlyFields(o.detailEnvelope, o.patch)
     o.service.onListChange?.(() => pages.clear())
     o.keptPage?.(app.prefix, () => {
       const version = o.service.listVersion?.()
@@ -182,7 +183,7 @@ export function resourceRoutes<
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
         preValidation: async (request) =>
-          dropRedundantId(request.body, pathId(request.params), echoed),
+          dropRedundantId(request.body, pathId(request.params), echoedOnPut),
       },
       async (request) => {
         const body = request.body as Static<B> // validated against o.body
@@ -201,7 +202,7 @@ export function resourceRoutes<
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
         preValidation: async (request) =>
-          dropRedundantId(request.body, pathId(request.params), echoed),
+          dropRedundantId(request.body, pathId(request.params), echoedOnPatch),
       },
       async (request) => {
         const patch = request.body as Static<P> // validated against o.patch
