@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import { buildTestApp, caller, login } from '../helpers/app.js'
+import { certSignerAndToken } from '../helpers/signers.js'
 import { openTestStore, STORES } from '../helpers/stores.js'
 import { within } from '../helpers/within.js'
 
@@ -126,6 +127,32 @@ describe.each(STORES)('a login held between its check and its commit, on %s', (s
     const res = await answer
     expect(res.statusCode).toBe(401)
     expect(res.json().error.code).toBe('INVALID_AUTH')
+  })
+
+  it('a JWT login is refused when the identity was disabled meanwhile: 401 with the challenge', async () => {
+    const { app, call, gate } = await setup()
+    const { identityId, jwt } = await certSignerAndToken(call, 'https://idp.races.example', 'jo')
+    gate.close()
+    const before = gate.waiting
+    const answer = app.inject({
+      method: 'POST',
+      url: '/edge/client/v1/authenticate?method=ext-jwt',
+      headers: { authorization: `Bearer ${jwt}` },
+    })
+    await within(5000, async () => expect(gate.waiting).toBe(before + 1))
+    expect(
+      (await call('PATCH', `${IDENTITIES}/${identityId}`, { disabled: true })).statusCode,
+    ).toBe(200)
+    gate.open()
+    const res = await answer
+    expect(res.statusCode).toBe(401)
+    // As any other refused JWT login (issue 4), not a password login's INVALID_AUTH.
+    expect(res.json().error.code).toBe('UNAUTHORIZED')
+    expect(res.headers['www-authenticate']).toContain('realm="openziti-primary-ext-jwt"')
+    expect(res.headers['www-authenticate']).toContain('error="invalid"')
+    expect(res.headers['zt-session']).toBeUndefined()
+    const jo = (await call('GET', `${IDENTITIES}/${identityId}`)).json().data
+    expect(jo.hasApiSession).toBe(false)
   })
 
   it('is stored when anything else of the identity changed meanwhile', async () => {
