@@ -73,9 +73,9 @@ export function familiarKey(name: string, address: string): string {
  * logged in from within `FAMILIAR_MS`: one address cannot lock a name's owner out elsewhere, and
  * many cannot lock the owner out of where the owner logs in from. An auth policy's lockout counts
  * the name only (under `throttleKey`), whatever the address, familiar or not, as OpenZiti's does.
- * A success clears the name's counts from every address and from its own. The counts live in the store, so on PostgreSQL every instance
- * shares them (an address remembered as familiar is kept as a row whose lock is how long it stays
- * so).
+ * A success clears the name's counts from every address and from its own. The counts live in the
+ * store, so on PostgreSQL every instance shares them (an address remembered as familiar is kept as
+ * a row whose lock is how long it stays so).
  */
 export class LoginThrottle {
   constructor(

@@ -117,16 +117,16 @@ export function tooDeepField(body: unknown, max = MAX_BODY_DEPTH): string | unde
 }
 
 /**
- * Drops an `id` that says nothing from a body: `""` on a create and the path's own id on an update.
- * OpenZiti's console sends its whole form model (`"id": ""` on create, the entity's id on its auth
- * policy PUT) and OpenZiti ignores it. Any other `id`, like every other read-only field of a
- * create, stays in the body for the schema to refuse.
+ * Drops what a body may carry and this service ignores. An `id` that says nothing: `""` on a create
+ * and the path's own id on an update (OpenZiti's console sends its whole form model: `"id": ""` on
+ * create, the entity's id on its auth policy PUT; OpenZiti ignores it). Any other `id`, like every
+ * other read-only field of a create, stays in the body for the schema to refuse.
  *
  * An update also drops `echoed`: the detail's read-only fields (`createdAt`, `_links`, …), which a
  * form that edits what a GET returned sends back (the console's identity edit does) and OpenZiti
  * ignores. Names neither the body nor the detail knows stay, and are refused.
  */
-export function dropRedundantId(body: unknown, same: string, echoed: ReadonlySet<string>): void {
+export function dropIgnoredFields(body: unknown, same: string, echoed: ReadonlySet<string>): void {
   if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
     // A JSON object parsed from the request: its own keys are plain data.
     const fields = body as Record<string, unknown>
@@ -135,7 +135,7 @@ export function dropRedundantId(body: unknown, same: string, echoed: ReadonlySet
   }
 }
 
-/** The top-level fields of a detail envelope's `data` that a body schema does not have, but `id`. */
+/** The top-level fields of a detail envelope's `data` that `body` does not have, but `id`. */
 export function detailOnlyFields(detailEnvelope: TSchema, body: TObject): ReadonlySet<string> {
   const data = (detailEnvelope as { properties?: { data?: { properties?: object } } }).properties
     ?.data?.properties

@@ -8,7 +8,7 @@ import { auditContext } from './audit-events/context.js'
 import {
   CreateEnvelopeSchema,
   detailOnlyFields,
-  dropRedundantId,
+  dropIgnoredFields,
   EmptyEnvelopeSchema,
   errorResponses,
   IdParamsSchema,
@@ -108,7 +108,7 @@ export function resourceRoutes<
           body: o.body,
           response: { 201: CreateEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
-        preValidation: async (request) => dropRedundantId(request.body, '', NONE),
+        preValidation: async (request) => dropIgnoredFields(request.body, '', NONE),
       },
       async (request, reply) => {
         const body = request.body as Static<B> // validated against o.body
@@ -183,7 +183,7 @@ export function resourceRoutes<
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
         preValidation: async (request) =>
-          dropRedundantId(request.body, pathId(request.params), echoedOnPut),
+          dropIgnoredFields(request.body, pathId(request.params), echoedOnPut),
       },
       async (request) => {
         const body = request.body as Static<B> // validated against o.body
@@ -202,7 +202,7 @@ export function resourceRoutes<
           response: { 200: EmptyEnvelopeSchema, ...errorResponses(400, 401, 404, 409) },
         },
         preValidation: async (request) =>
-          dropRedundantId(request.body, pathId(request.params), echoedOnPatch),
+          dropIgnoredFields(request.body, pathId(request.params), echoedOnPatch),
       },
       async (request) => {
         const patch = request.body as Static<P> // validated against o.patch
