@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { parseDuration } from './duration.js'
+import { scryptCost } from './identities/password.js'
 import { ipv6Bytes } from './jwt/ipv6-embedded.js'
 
 /** The validated operator settings of the controller. Durations are in milliseconds. */
@@ -249,6 +250,11 @@ function trustedProxies(env: Env): string[] {
 
 /** Validates the environment and returns the settings; throws ConfigError on the first bad value. */
 export function loadConfig(env: Env): Config {
+  try {
+    scryptCost(read(env, 'CTRL_PASSWORD_SCRYPT_N')) // read by the password module itself
+  } catch (e) {
+    throw new ConfigError(e instanceof Error ? e.message : String(e))
+  }
   const level = read(env, 'CTRL_LOG_LEVEL') ?? DEFAULT_CONFIG.logLevel
   const logLevel = LOG_LEVELS.find((l) => l === level)
   if (logLevel === undefined) {

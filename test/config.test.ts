@@ -158,6 +158,8 @@ describe('loadConfig', () => {
     ['CTRL_ADVERTISE_URL', 'ctrl-1.example:1280'],
     ['CTRL_ADVERTISE_URL', 'ftp://ctrl-1.example'],
     ['CTRL_INSTANCE_NAME', 'x'.repeat(256)],
+    ['CTRL_PASSWORD_SCRYPT_N', '1000'],
+    ['CTRL_PASSWORD_SCRYPT_N', '262144'],
   ])('refuses %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}`))

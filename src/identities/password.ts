@@ -2,7 +2,40 @@ import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:c
 import { availableParallelism } from 'node:os'
 import { AppError } from '../errors.js'
 
-const PARAMS = { N: 16384, r: 8, p: 1 } as const
+/** scrypt's cost N when `CTRL_PASSWORD_SCRYPT_N` is unset (with r 8: 16 MiB and about 40 ms). */
+export const DEFAULT_SCRYPT_N = 16384
+
+/**
+ * `CTRL_PASSWORD_SCRYPT_N`: scrypt's cost for new password hashes, a power of two from 1024 to
+ * 131072 (OWASP's recommendation; 128 MiB a hash); unset, `DEFAULT_SCRYPT_N`. A stored hash keeps
+ * the cost it was made with. Throws an Error naming the setting for any other value.
+ */
+export function scryptCost(setting: string | undefined): number {
+  const text = setting?.trim()
+  if (text === undefined || text === '') return DEFAULT_SCRYPT_N
+  const n = /^\d{1,7}$/.test(text) ? Number(text) : Number.NaN
+  if (!(n >= 1024 && n <= 131_072 && (n & (n - 1)) === 0)) {
+    throw new Error(
+      `CTRL_PASSWORD_SCRYPT_N: must be a power of two from 1024 to 131072, got "${setting}"`,
+    )
+  }
+  return n
+}
+
+/**
+ * Read once, as the module loads; a bad value gives the default here, and the configuration, which
+ * checks the same setting, stops the start with its reason. The tests lower the cost
+ * (vitest.config.ts) to save hashing time.
+ */
+function startCost(): number {
+  try {
+    return scryptCost(process.env.CTRL_PASSWORD_SCRYPT_N)
+  } catch {
+    return DEFAULT_SCRYPT_N
+  }
+}
+
+const PARAMS = { N: startCost(), r: 8, p: 1 } as const
 const KEY_LENGTH = 32
 
 /**
@@ -79,7 +112,10 @@ function derive(
   return slots.run(
     () =>
       new Promise((resolve, reject) => {
-        scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: 64 * 1024 * 1024 }, (err, key) =>
+        // scrypt needs about 128 * N * r bytes; twice that, and at least the 64 MiB it had.
+        const need = 256 * (options.N ?? DEFAULT_SCRYPT_N) * (options.r ?? 8)
+        const maxmem = Math.max(64 * 1024 * 1024, need)
+        scrypt(password, salt, KEY_LENGTH, { ...options, maxmem }, (err, key) =>
           err ? reject(err) : resolve(key),
         )
       }),

@@ -1,6 +1,15 @@
+import { randomBytes, scryptSync } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../src/errors.js'
-import { HashSlots, hashConcurrency, poolThreads } from '../../src/identities/password.js'
+import {
+  DEFAULT_SCRYPT_N,
+  HashSlots,
+  hashConcurrency,
+  hashPassword,
+  poolThreads,
+  scryptCost,
+  verifyPassword,
+} from '../../src/identities/password.js'
 
 /** A unit of work that ends when its `finish` is called. */
 function gate() {
@@ -76,5 +85,32 @@ describe('how many password hashes run at once', () => {
     expect(poolThreads('many')).toBe(1)
     expect(poolThreads('5000')).toBe(1024)
     expect(poolThreads('-2')).toBe(1024)
+  })
+})
+
+describe('scrypt cost (CTRL_PASSWORD_SCRYPT_N)', () => {
+  it('is 16384 unset, takes powers of two from 1024 to 131072, refuses the rest', () => {
+    expect(scryptCost(undefined)).toBe(DEFAULT_SCRYPT_N)
+    expect(DEFAULT_SCRYPT_N).toBe(16384)
+    expect(scryptCost(' ')).toBe(16384)
+    for (const n of [1024, 2048, 16384, 131072]) expect(scryptCost(` ${n} `)).toBe(n)
+    for (const bad of ['512', '1000', '262144', '0', '-1024', '1e4', '16384x', 'abc', '0x400']) {
+      expect(() => scryptCost(bad), bad).toThrow(/^CTRL_PASSWORD_SCRYPT_N: must be a power of two/)
+    }
+  })
+
+  it('hashes new passwords at the cost set for the process, and checks any stored cost', async () => {
+    // vitest.config.ts sets 1024 for the tests; a hash keeps its own cost.
+    const hash = await hashPassword('pw-1')
+    expect(hash.startsWith('scrypt$1024$8$1$')).toBe(true)
+    expect(await verifyPassword('pw-1', hash)).toBe(true)
+    expect(await verifyPassword('pw-2', hash)).toBe(false)
+    // A hash made at the default cost (and one at OWASP's 131072, 128 MiB) still verifies.
+    const salt = randomBytes(16)
+    for (const N of [16384, 131072]) {
+      const key = scryptSync('pw-3', salt, 32, { N, r: 8, p: 1, maxmem: 256 * N * 8 })
+      const stored = `scrypt$${N}$8$1$${salt.toString('base64url')}$${key.toString('base64url')}`
+      expect(await verifyPassword('pw-3', stored), String(N)).toBe(true)
+    }
   })
 })
