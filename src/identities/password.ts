@@ -5,6 +5,9 @@ import { AppError } from '../errors.js'
 /** scrypt's cost N when `CTRL_PASSWORD_SCRYPT_N` is unset (with r 8: 16 MiB and about 40 ms). */
 export const DEFAULT_SCRYPT_N = 16384
 
+/** The largest cost `CTRL_PASSWORD_SCRYPT_N` takes. */
+const MAX_SCRYPT_N = 131_072
+
 /**
  * `CTRL_PASSWORD_SCRYPT_N`: scrypt's cost for new password hashes, a power of two from 1024 to
  * 131072 (OWASP's recommendation; 128 MiB a hash); unset, `DEFAULT_SCRYPT_N`. A stored hash keeps
@@ -14,7 +17,7 @@ export function scryptCost(setting: string | undefined): number {
   const text = setting?.trim()
   if (text === undefined || text === '') return DEFAULT_SCRYPT_N
   const n = /^\d{1,7}$/.test(text) ? Number(text) : Number.NaN
-  if (!(n >= 1024 && n <= 131_072 && (n & (n - 1)) === 0)) {
+  if (!(n >= 1024 && n <= MAX_SCRYPT_N && (n & (n - 1)) === 0)) {
     throw new Error(
       `CTRL_PASSWORD_SCRYPT_N: must be a power of two from 1024 to 131072, got "${setting}"`,
     )
@@ -112,9 +115,10 @@ function derive(
   return slots.run(
     () =>
       new Promise((resolve, reject) => {
-        // scrypt needs about 128 * N * r bytes; twice that, and at least the 64 MiB it had.
+        // scrypt needs about 128 * N * r bytes: twice that, at least the 64 MiB it always had, at
+        // most what the largest cost allowed needs (a stored hash asking more fails, as before).
         const need = 256 * (options.N ?? DEFAULT_SCRYPT_N) * (options.r ?? 8)
-        const maxmem = Math.max(64 * 1024 * 1024, need)
+        const maxmem = Math.min(Math.max(64 * 1024 * 1024, need), 256 * MAX_SCRYPT_N * 8)
         scrypt(password, salt, KEY_LENGTH, { ...options, maxmem }, (err, key) =>
           err ? reject(err) : resolve(key),
         )
